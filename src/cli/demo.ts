@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Database } from '../clickhouse/connection.ts';
+import type { Logger } from '../log.ts';
+import { seedResponses } from '../seed/responses.ts';
+import { TokenCache } from '../tokens/cache.ts';
+import { mintToken, SCOPES, type Scope } from '../tokens/tokens.ts';
+
+export interface Demo {
+  org_id: string;
+  tokens: Record<Scope, string>;
+  survey_ids: string[];
+}
+
+const DEMO_RESPONSES = 5000;
+
+/**
+ * First run on an empty embedded data directory: a demo organization with one token per scope and
+ * a few thousand survey responses, so every endpoint answers with data out of the box. The tokens
+ * are kept in DATA_DIR/demo.json (mode 0600, inside the 0700 data directory) so later starts can
+ * print them again; the database still stores only their hashes.
+ */
+export async function ensureDemo(db: Database, dataDir: string, log: Logger): Promise<Demo> {
+  const file = join(dataDir, 'demo.json');
+  if (existsSync(file)) {
+    const demo = JSON.parse(readFileSync(file, 'utf8')) as Demo;
+    const cache = new TokenCache(0);
+    const alive = await Promise.all(SCOPES.map((s) => cache.lookup(db.client(), demo.tokens[s] ?? '')));
+    if (alive.every(Boolean)) return demo;
+    log.warn({ msg: 'demo tokens were revoked or lost; minting new ones' });
+    const tokens = await mintAll(db, demo.org_id);
+    const renewed = { ...demo, tokens };
+    writeFileSync(file, JSON.stringify(renewed, null, 2), { mode: 0o600 });
+    return renewed;
+  }
+  const orgId = randomUUID();
+  const tokens = await mintAll(db, orgId);
+  log.info({ msg: 'seeding demo survey responses', responses: DEMO_RESPONSES });
+  const seeded = await seedResponses(db.client(), { orgId, responses: DEMO_RESPONSES, surveys: 3, days: 30 });
+  const demo: Demo = { org_id: orgId, tokens, survey_ids: seeded.surveyIds };
+  writeFileSync(file, JSON.stringify(demo, null, 2), { mode: 0o600 });
+  return demo;
+}
+
+async function mintAll(db: Database, orgId: string): Promise<Record<Scope, string>> {
+  const tokens = {} as Record<Scope, string>;
+  for (const scope of SCOPES) tokens[scope] = (await mintToken(db.client(), orgId, [scope], `demo ${scope}`)).token;
+  return tokens;
+}
+
+export function demoBanner(demo: Demo, baseUrl: string): string {
+  const t = demo.tokens;
+  const survey = demo.survey_ids[0] ?? '*';
+  const weekAgo = new Date(Date.now() - 7 * 86400_000).toISOString().slice(0, 10);
+  const today = new Date().toISOString().slice(0, 10);
+  return `
+tallyhouse is running at ${baseUrl} (embedded ClickHouse engine)
+
+Demo organization ${demo.org_id}
+  events           ${t.events}
+  releases         ${t.releases}
+  responses:read   ${t['responses:read']}
+  responses:write  ${t['responses:write']}
+
+Try it:
+
+curl -s -X POST ${baseUrl}/1.0/event -H 'Authorization: Bearer ${t.events}' -H 'Content-Type: application/json' \\
+  -d '[{"type":"track","event_name":"signup","user_alias":"user-42","properties":{"plan":"pro"}},{"type":"page","url":"https://example.com/pricing"}]'
+
+curl -s -X POST ${baseUrl}/1.0/release -H 'Authorization: Bearer ${t.releases}' -H 'Content-Type: application/json' \\
+  -d '{"name":"Spring release","version":"2.4.0","tags":["web"]}'
+
+curl -s ${baseUrl}/1.0/release -H 'Authorization: Bearer ${t.releases}'
+
+curl -s -X SEARCH '${baseUrl}/1.0/survey/*/response' -H 'Authorization: Bearer ${t['responses:read']}' -H 'Content-Type: application/json' \\
+  -d '{"size":2,"filters":[{"type":"response","key":"completion","operator":"eq","value":"fully_completed"}]}'
+
+curl -s -X SEARCH '${baseUrl}/1.0/survey/${survey}/response/summary' -H 'Authorization: Bearer ${t['responses:read']}' -H 'Content-Type: application/json' \\
+  -d '{"range":{"field":"created_at","start":"${weekAgo}T00:00:00Z","end":"${today}T23:59:59Z"}}'
+
+curl -s -X SEARCH '${baseUrl}/1.0/survey/*/response/aggregation' -H 'Authorization: Bearer ${t['responses:read']}' -H 'Content-Type: application/json' \\
+  -d '{"range":{"field":"created_at","start":"${weekAgo}T00:00:00Z","end":"${today}T23:59:59Z"},"group_by":[{"field":"completion"},{"field":"created_at","date_histogram_min_interval":"day","date_histogram_buckets":7}]}'
+
+API docs: ${baseUrl}/openapi.json and README.md. Stop with Ctrl-C.
+`;
+}

@@ -1,0 +1,242 @@
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { unavailable } from '../server/errors.ts';
+import { EngineProcess, findRunningEngine, ping, sleep, type EngineEndpoint } from './engine.ts';
+
+/**
+ * The one place that builds @clickhouse/client clients, always over HTTP. `Database.client()`
+ * returns the client of the engine that is up now, or throws a 503 while it is down, so that a
+ * request never hangs on a dead engine.
+ */
+export interface Database {
+  readonly name: string;
+  /** The client bound to the service database; throws HttpError 503 while the engine is down. */
+  client(): ClickHouseClient;
+  /** A client with no database selected (for CREATE DATABASE). */
+  adminClient(): ClickHouseClient;
+  /** Whether the engine answered its last health check. */
+  isUp(): boolean;
+  /** Resolves once the engine is up again (or rejects after `timeoutMs`). */
+  waitUntilUp(timeoutMs: number): Promise<void>;
+  /** 'embedded-owned' | 'embedded-shared' | 'external' */
+  mode(): string;
+  close(): Promise<void>;
+}
+
+export function buildClient(endpoint: EngineEndpoint, config: Config, database: string | undefined): ClickHouseClient {
+  return createClient({
+    url: endpoint.url,
+    username: config.clickhouse.user,
+    password: config.clickhouse.password,
+    database,
+    http_headers: endpoint.headers,
+    request_timeout: 60_000,
+    max_open_connections: 64,
+    // Loopback or a LAN: compressing costs more CPU than it saves.
+    compression: { request: false, response: false },
+    clickhouse_settings: {
+      // Dates come back as ISO-like text we format ourselves; 64-bit ints as numbers in JSON.
+      output_format_json_quote_64bit_integers: 0,
+      date_time_input_format: 'best_effort',
+    },
+  });
+}
+
+const HEALTH_INTERVAL_MS = 1000;
+
+class ClientPair {
+  readonly main: ClickHouseClient;
+  readonly admin: ClickHouseClient;
+  constructor(readonly endpoint: EngineEndpoint, config: Config) {
+    this.main = buildClient(endpoint, config, config.clickhouse.database);
+    this.admin = buildClient(endpoint, config, undefined);
+  }
+  async close() {
+    await Promise.allSettled([this.main.close(), this.admin.close()]);
+  }
+}
+
+/** A user's server or cluster at CLICKHOUSE_URL. Health is checked, nothing is restarted. */
+class ExternalDatabase implements Database {
+  private up = true;
+  private readonly pair: ClientPair;
+  private timer: NodeJS.Timeout;
+  constructor(private readonly config: Config, private readonly log: Logger) {
+    this.pair = new ClientPair({ url: config.clickhouse.url!, headers: {} }, config);
+    this.timer = setInterval(() => void this.check(), HEALTH_INTERVAL_MS);
+    this.timer.unref();
+  }
+  get name() {
+    return this.config.clickhouse.database;
+  }
+  private async check() {
+    const ok = (await this.pair.admin.ping()).success;
+    if (ok !== this.up) this.log[ok ? 'info' : 'warn']({ msg: ok ? 'clickhouse reachable again' : 'clickhouse unreachable' });
+    this.up = ok;
+  }
+  client() {
+    return this.pair.main;
+  }
+  adminClient() {
+    return this.pair.admin;
+  }
+  isUp() {
+    return this.up;
+  }
+  async waitUntilUp(timeoutMs: number) {
+    const deadline = Date.now() + timeoutMs;
+    while (!(await this.pair.admin.ping()).success) {
+      if (Date.now() > deadline) throw new Error(`ClickHouse at ${this.config.clickhouse.url} did not answer within ${timeoutMs} ms`);
+      await sleep(500);
+    }
+    this.up = true;
+  }
+  mode() {
+    return 'external';
+  }
+  async close() {
+    clearInterval(this.timer);
+    await this.pair.close();
+  }
+}
+
+/**
+ * The embedded engine for DATA_DIR: uses one that another command already runs, or starts and
+ * supervises its own. If the engine dies (its child exits, or the shared one stops answering), the
+ * supervisor brings one back; meanwhile client() throws 503.
+ */
+class EmbeddedDatabase implements Database {
+  private pair: ClientPair | undefined;
+  private owned: EngineProcess | undefined;
+  private closing = false;
+  private recovering: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly config: Config, private readonly log: Logger, private readonly supervise: boolean) {}
+
+  get name() {
+    return this.config.clickhouse.database;
+  }
+
+  async open(): Promise<void> {
+    await this.attach();
+    if (this.supervise) {
+      this.timer = setInterval(() => void this.healthCheck(), HEALTH_INTERVAL_MS);
+      this.timer.unref();
+    }
+  }
+
+  /** Finds a running engine for the directory or starts one; retries while another starts. */
+  private async attach(): Promise<void> {
+    let lastError: unknown;
+    for (let attempt = 0; attempt < 20 && !this.closing; attempt++) {
+      const shared = await findRunningEngine(this.config.dataDir);
+      if (shared) {
+        await this.use(shared, undefined);
+        this.log.info({ msg: 'using the embedded engine already running for this data directory', url: shared.url });
+        return;
+      }
+      try {
+        const previousPort = this.pair ? Number(new URL(this.pair.endpoint.url).port) : undefined;
+        const engine = await EngineProcess.start(this.config.dataDir, this.log, previousPort);
+        await this.use(engine.endpoint, engine);
+        if (this.supervise) void engine.exitPromise.then((code) => this.onOwnedExit(engine, code));
+        return;
+      } catch (err) {
+        // Most often: another command started an engine on this directory a moment ago.
+        lastError = err;
+        await sleep(Math.min(250 * (attempt + 1), 2000));
+      }
+    }
+    throw lastError ?? new Error('closing');
+  }
+
+  private async use(endpoint: EngineEndpoint, owned: EngineProcess | undefined) {
+    const old = this.pair;
+    this.pair = new ClientPair(endpoint, this.config);
+    this.owned = owned;
+    if (old) void old.close();
+  }
+
+  private onOwnedExit(engine: EngineProcess, code: number | null) {
+    if (this.closing || this.owned !== engine) return;
+    this.log.warn({ msg: 'embedded engine exited; restarting', code });
+    void this.recover();
+  }
+
+  private async healthCheck() {
+    if (this.closing || this.recovering || !this.pair) return;
+    if (await ping(this.pair.endpoint, 2000)) return;
+    if (this.closing || this.recovering) return;
+    this.log.warn({ msg: 'embedded engine not answering; recovering', url: this.pair.endpoint.url });
+    if (this.owned?.alive) await this.owned.stop(2000);
+    void this.recover();
+  }
+
+  private recover(): Promise<void> {
+    if (!this.recovering) {
+      const down = this.pair;
+      this.pair = undefined;
+      if (down) void down.close();
+      this.recovering = (async () => {
+        while (!this.closing) {
+          try {
+            await this.attach();
+            this.log.info({ msg: 'embedded engine recovered' });
+            return;
+          } catch (err) {
+            this.log.error({ msg: 'embedded engine restart failed; retrying', error: String(err) });
+            await sleep(1000);
+          }
+        }
+      })().finally(() => {
+        this.recovering = undefined;
+      });
+    }
+    return this.recovering;
+  }
+
+  client() {
+    if (!this.pair) throw unavailable('Storage is restarting; retry shortly', 1);
+    return this.pair.main;
+  }
+  adminClient() {
+    if (!this.pair) throw unavailable('Storage is restarting; retry shortly', 1);
+    return this.pair.admin;
+  }
+  isUp() {
+    return this.pair !== undefined;
+  }
+  async waitUntilUp(timeoutMs: number) {
+    const deadline = Date.now() + timeoutMs;
+    while (!this.pair) {
+      if (Date.now() > deadline) throw new Error(`embedded engine not up within ${timeoutMs} ms`);
+      await sleep(100);
+    }
+  }
+  mode() {
+    return this.owned ? 'embedded-owned' : 'embedded-shared';
+  }
+  async close() {
+    this.closing = true;
+    if (this.timer) clearInterval(this.timer);
+    await this.pair?.close();
+    await this.owned?.stop();
+  }
+}
+
+/**
+ * Connects to ClickHouse: CLICKHOUSE_URL when set, else the embedded engine for DATA_DIR.
+ * `supervise` (the server) restarts a dead embedded engine; one-shot commands do not.
+ */
+export async function connectDatabase(config: Config, log: Logger, opts: { supervise: boolean }): Promise<Database> {
+  if (config.clickhouse.url) {
+    const db = new ExternalDatabase(config, log);
+    await db.waitUntilUp(30_000);
+    return db;
+  }
+  const db = new EmbeddedDatabase(config, log, opts.supervise);
+  await db.open();
+  return db;
+}

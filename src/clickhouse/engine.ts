@@ -1,0 +1,173 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { Logger } from '../log.ts';
+
+/**
+ * The embedded engine: a real ClickHouse HTTP server (clickhouse-local from the chdb library) in a
+ * child process, on loopback, behind a secret header generated per data directory.
+ *
+ * Layout of DATA_DIR (mode 0700, so other local users cannot read the key):
+ *   engine.key   the secret header value (0600)
+ *   engine.xml   the engine config: http_handlers that 404 any request without the header (0600)
+ *   engine.json  {port, pid} of the engine serving this directory, for other commands to find
+ *   engine.log   the engine's stderr
+ *   clickhouse/  the engine's data
+ */
+export const ENGINE_KEY_HEADER = 'X-Tallyhouse-Engine-Key';
+
+export interface EngineEndpoint {
+  url: string;
+  headers: Record<string, string>;
+}
+
+const CHILD_SCRIPT = fileURLToPath(new URL('./engine-child.js', import.meta.url));
+const READY_TIMEOUT_MS = 60_000;
+
+export function prepareDataDir(dataDir: string): { key: string; configPath: string } {
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  chmodSync(dataDir, 0o700);
+  const keyPath = join(dataDir, 'engine.key');
+  if (!existsSync(keyPath)) writeFileSync(keyPath, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
+  const key = readFileSync(keyPath, 'utf8').trim();
+  const configPath = join(dataDir, 'engine.xml');
+  writeFileSync(configPath, engineConfigXml(key), { mode: 0o600 });
+  return { key, configPath };
+}
+
+function engineConfigXml(key: string): string {
+  // The key is hex from randomBytes, safe inside XML. Rules are tried in order; a request without
+  // the header matches none and gets 404.
+  const header = `<headers><${ENGINE_KEY_HEADER}>${key}</${ENGINE_KEY_HEADER}></headers>`;
+  return `<clickhouse>
+  <http_handlers>
+    <rule><url>/ping</url>${header}<handler><type>static</type><response_content>Ok.</response_content></handler></rule>
+    <rule>${header}<handler><type>dynamic_query_handler</type><query_param_name>query</query_param_name></handler></rule>
+  </http_handlers>
+  <query_log><database>system</database><table>query_log</table><flush_interval_milliseconds>1000</flush_interval_milliseconds></query_log>
+</clickhouse>
+`;
+}
+
+export async function ping(endpoint: EngineEndpoint, timeoutMs = 1000): Promise<boolean> {
+  try {
+    const res = await fetch(`${endpoint.url}/ping`, { headers: endpoint.headers, signal: AbortSignal.timeout(timeoutMs) });
+    await res.arrayBuffer();
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
+function endpointFor(port: number, key: string): EngineEndpoint {
+  return { url: `http://127.0.0.1:${port}`, headers: { [ENGINE_KEY_HEADER]: key } };
+}
+
+interface EngineState {
+  port: number;
+  pid: number;
+}
+
+function readState(dataDir: string): EngineState | undefined {
+  try {
+    const s = JSON.parse(readFileSync(join(dataDir, 'engine.json'), 'utf8')) as EngineState;
+    return Number.isInteger(s.port) ? s : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** An engine already serving this data directory (started by another command), if any. */
+export async function findRunningEngine(dataDir: string): Promise<EngineEndpoint | undefined> {
+  const state = readState(dataDir);
+  if (!state) return undefined;
+  const keyPath = join(dataDir, 'engine.key');
+  if (!existsSync(keyPath)) return undefined;
+  const endpoint = endpointFor(state.port, readFileSync(keyPath, 'utf8').trim());
+  return (await ping(endpoint)) ? endpoint : undefined;
+}
+
+function freePort(preferred?: number): Promise<number> {
+  return new Promise((resolve) => {
+    const tryPort = (port: number) => {
+      const srv = createServer();
+      srv.once('error', () => (port === 0 ? resolve(0) : tryPort(0)));
+      srv.listen(port, '127.0.0.1', () => {
+        const p = (srv.address() as { port: number }).port;
+        srv.close(() => resolve(p));
+      });
+    };
+    tryPort(preferred ?? 0);
+  });
+}
+
+/** A running engine child owned by this process. */
+export class EngineProcess {
+  private exited = false;
+  readonly exitPromise: Promise<number | null>;
+
+  private constructor(readonly child: ChildProcess, readonly endpoint: EngineEndpoint) {
+    this.exitPromise = new Promise((resolve) => {
+      child.once('exit', (code) => {
+        this.exited = true;
+        resolve(code);
+      });
+    });
+  }
+
+  get alive(): boolean {
+    return !this.exited;
+  }
+
+  /**
+   * Starts an engine on `dataDir`. Rejects if the child exits before it answers (for instance
+   * because another process holds the directory), so the caller can look for that one instead.
+   */
+  static async start(dataDir: string, log: Logger, preferredPort?: number): Promise<EngineProcess> {
+    const { key, configPath } = prepareDataDir(dataDir);
+    const port = await freePort(preferredPort);
+    const logFd = openSync(join(dataDir, 'engine.log'), 'a', 0o600);
+    const args = [
+      `--config-file=${configPath}`,
+      `--path=${join(dataDir, 'clickhouse')}`,
+      `--http_port=${port}`,
+      '--listen_host=127.0.0.1',
+      '--multiquery',
+      '--query=SYSTEM START LISTEN HTTP; SELECT count() FROM table FORMAT Null',
+      '--structure=line String',
+      '--input-format=LineAsString',
+    ];
+    const child = spawn(process.execPath, [CHILD_SCRIPT, ...args], { stdio: ['pipe', logFd, logFd] });
+    closeSync(logFd);
+    // The pipe must stay open for the engine's life; errors on it (EPIPE after the child died)
+    // are reported through 'exit', not here.
+    child.stdin?.on('error', () => {});
+    const engine = new EngineProcess(child, endpointFor(port, key));
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    while (Date.now() < deadline) {
+      if (!engine.alive) throw new Error(`embedded engine exited before it was ready (see ${join(dataDir, 'engine.log')})`);
+      if (await ping(engine.endpoint, 500)) {
+        writeFileSync(join(dataDir, 'engine.json'), JSON.stringify({ port, pid: child.pid }), { mode: 0o600 });
+        log.info({ msg: 'embedded engine ready', port, pid: child.pid, dataDir });
+        return engine;
+      }
+      await sleep(50);
+    }
+    await engine.stop();
+    throw new Error(`embedded engine did not answer within ${READY_TIMEOUT_MS} ms (see ${join(dataDir, 'engine.log')})`);
+  }
+
+  /** Closes stdin: the engine finishes in-flight queries and exits. Forces it after `graceMs`. */
+  async stop(graceMs = 15_000): Promise<void> {
+    if (!this.alive) return;
+    this.child.stdin?.end();
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    await this.exitPromise;
+    clearTimeout(timer);
+  }
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));

@@ -1,0 +1,27 @@
+import { ClickHouseError } from '@clickhouse/client';
+import { HttpError, unavailable } from '../server/errors.ts';
+
+// ClickHouse error codes that mean "this one query asked for too much": the client narrows it.
+const TOO_EXPENSIVE = new Set(['158' /* TOO_MANY_ROWS */, '241' /* MEMORY_LIMIT_EXCEEDED */, '307' /* TOO_MANY_BYTES */, '396' /* TOO_MANY_ROWS_OR_BYTES */]);
+// ...and those that mean "the engine is busy or going away": retry later.
+const TRANSIENT = new Set(['159' /* TIMEOUT_EXCEEDED */, '202' /* TOO_MANY_SIMULTANEOUS_QUERIES */, '210' /* NETWORK_ERROR */, '394' /* QUERY_WAS_CANCELLED */]);
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'UND_ERR_SOCKET']);
+
+/**
+ * Maps a failure talking to ClickHouse to the HTTP error the client should see, or undefined for
+ * anything that is a bug (it then becomes a 500 with no internals).
+ */
+export function clickHouseHttpError(err: unknown): HttpError | undefined {
+  if (err instanceof ClickHouseError) {
+    if (TOO_EXPENSIVE.has(err.code)) {
+      return new HttpError(400, 'query_too_expensive', 'The query needs more rows or memory than one request may use: narrow the range, the survey list or the filters');
+    }
+    if (TRANSIENT.has(err.code)) return unavailable('The query did not finish in time; retry later or narrow the range', 2);
+    return undefined;
+  }
+  const e = err as { code?: string; message?: string; name?: string };
+  if (e && ((e.code && CONNECTION_CODES.has(e.code)) || /socket hang up|ECONNREFUSED|ECONNRESET|Timeout error|other side closed/i.test(e.message ?? ''))) {
+    return unavailable('Storage is unavailable; retry shortly', 1);
+  }
+  return undefined;
+}

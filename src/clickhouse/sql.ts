@@ -1,0 +1,29 @@
+/**
+ * Builds parameterised ClickHouse SQL. Values only ever travel as `query_params`
+ * (`{p0:String}` placeholders); identifiers come from allow-lists in the callers.
+ */
+export interface CompiledQuery {
+  readonly sql: string;
+  readonly params: Readonly<Record<string, unknown>>;
+}
+
+export class ParamBag {
+  private readonly values: Record<string, unknown> = {};
+  private next = 0;
+
+  /** Adds a value and returns its placeholder, e.g. `{p0:String}`. `type` is a ClickHouse type literal from code, never from input. */
+  add(value: unknown, type: string): string {
+    const name = `p${this.next++}`;
+    this.values[name] = value;
+    return `{${name}:${type}}`;
+  }
+
+  toParams(): Readonly<Record<string, unknown>> {
+    return Object.freeze({ ...this.values });
+  }
+}
+
+export function compiled(sql: string, params: ParamBag | Record<string, unknown>): CompiledQuery {
+  const p = params instanceof ParamBag ? params.toParams() : Object.freeze({ ...params });
+  return Object.freeze({ sql, params: p });
+}

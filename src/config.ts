@@ -1,0 +1,122 @@
+import { resolve } from 'node:path';
+
+/**
+ * The environment, parsed once into a typed config. A bad value stops start-up with a message
+ * naming the key, the value and what is allowed (ConfigError).
+ */
+export interface Config {
+  port: number;
+  host: string;
+  clickhouse: {
+    /** Unset: the service starts (or finds) its embedded engine in `dataDir`. */
+    url: string | undefined;
+    user: string;
+    password: string;
+    database: string;
+  };
+  dataDir: string;
+  rateLimits: { eventsPerSecond: number; releasesPerSecond: number; queriesPerSecond: number };
+  bodyLimitBytes: number;
+  ingest: { batchMaxRows: number; batchDelayMs: number; maxQueuedRows: number; maxConcurrentFlushes: number };
+  logLevel: LogLevel;
+}
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export class ConfigError extends Error {
+  constructor(key: string, value: string, allowed: string) {
+    super(`Invalid ${key}=${JSON.stringify(value)}: expected ${allowed}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, key: string, fallback: number, min: number, max: number): number {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw.trim()) || !Number.isSafeInteger(n) || n < min || n > max) {
+    throw new ConfigError(key, raw, `an integer from ${min} to ${max}`);
+  }
+  return n;
+}
+
+function str(env: Env, key: string, fallback: string): string {
+  const raw = env[key];
+  return raw === undefined || raw === '' ? fallback : raw;
+}
+
+function oneOf<T extends string>(env: Env, key: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(key, raw, `one of ${allowed.join(', ')}`);
+  return raw as T;
+}
+
+function url(env: Env, key: string): string | undefined {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return undefined;
+  try {
+    const u = new URL(raw);
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('protocol');
+    return raw;
+  } catch {
+    throw new ConfigError(key, raw, 'an http:// or https:// URL, e.g. http://localhost:8123');
+  }
+}
+
+function identifier(env: Env, key: string, fallback: string): string {
+  const raw = str(env, key, fallback);
+  // The database name is an identifier in migrations (CREATE DATABASE): allow-list its characters.
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(raw)) throw new ConfigError(key, raw, 'letters, digits and _ (max 64), not starting with a digit');
+  return raw;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  return {
+    port: int(env, 'PORT', 8080, 0, 65535),
+    host: str(env, 'HOST', '127.0.0.1'),
+    clickhouse: {
+      url: url(env, 'CLICKHOUSE_URL'),
+      user: str(env, 'CLICKHOUSE_USER', 'default'),
+      password: str(env, 'CLICKHOUSE_PASSWORD', ''),
+      database: identifier(env, 'CLICKHOUSE_DATABASE', 'tallyhouse'),
+    },
+    dataDir: resolve(str(env, 'DATA_DIR', './data')),
+    rateLimits: {
+      eventsPerSecond: int(env, 'RATE_LIMIT_EVENTS', 50, 1, 1_000_000),
+      releasesPerSecond: int(env, 'RATE_LIMIT_RELEASES', 10, 1, 1_000_000),
+      queriesPerSecond: int(env, 'RATE_LIMIT_QUERIES', 20, 1, 1_000_000),
+    },
+    bodyLimitBytes: int(env, 'BODY_LIMIT_BYTES', 1024 * 1024, 1024, 64 * 1024 * 1024),
+    ingest: {
+      batchMaxRows: int(env, 'INGEST_BATCH_ROWS', 20_000, 1, 1_000_000),
+      batchDelayMs: int(env, 'INGEST_BATCH_DELAY_MS', 10, 0, 10_000),
+      maxQueuedRows: int(env, 'INGEST_MAX_QUEUED_ROWS', 200_000, 100, 10_000_000),
+      maxConcurrentFlushes: int(env, 'INGEST_MAX_CONCURRENT_FLUSHES', 2, 1, 64),
+    },
+    logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+  };
+}
+
+/** Every key loadConfig reads, with its default, for the README and `--help`. */
+export const CONFIG_KEYS: ReadonlyArray<[string, string, string]> = [
+  ['PORT', '8080', 'HTTP port of the service'],
+  ['HOST', '127.0.0.1', 'interface the service listens on'],
+  ['CLICKHOUSE_URL', '(unset)', 'ClickHouse HTTP URL; unset = embedded engine in DATA_DIR'],
+  ['CLICKHOUSE_USER', 'default', 'ClickHouse user'],
+  ['CLICKHOUSE_PASSWORD', '(empty)', 'ClickHouse password'],
+  ['CLICKHOUSE_DATABASE', 'tallyhouse', 'database holding the tables (created by migrations)'],
+  ['DATA_DIR', './data', 'embedded engine data directory'],
+  ['RATE_LIMIT_EVENTS', '50', 'requests/s per token on POST /1.0/event'],
+  ['RATE_LIMIT_RELEASES', '10', 'requests/s per token on /1.0/release'],
+  ['RATE_LIMIT_QUERIES', '20', 'requests/s per token on the survey endpoints'],
+  ['BODY_LIMIT_BYTES', '1048576', 'request body limit, after gzip decompression'],
+  ['INGEST_BATCH_ROWS', '20000', 'group commit: flush when this many rows are queued'],
+  ['INGEST_BATCH_DELAY_MS', '10', 'group commit: flush at the latest this long after the first queued row'],
+  ['INGEST_MAX_QUEUED_ROWS', '200000', 'ingest queue bound; past it, 503 with Retry-After'],
+  ['INGEST_MAX_CONCURRENT_FLUSHES', '2', 'inserts in flight at once'],
+  ['LOG_LEVEL', 'info', 'debug, info, warn, error or silent'],
+];

@@ -1,0 +1,169 @@
+/**
+ * Parsed events -> rows of the `events` table (schema/002-events.sql), written as JSONEachRow.
+ * Pure apart from random ids: no clock (the caller passes the reception time), no I/O.
+ *
+ * Ids:
+ * - event_id: random UUID v4.
+ * - user_id: with `user_alias`, a name-based UUID v5 of (org, alias): the same on every instance
+ *   and every day with no lookup. Without an alias, a fresh random UUID per item, `anonymous = 1`.
+ * - group_id: UUID v5 of (org, group_type ?? '', group_name); the nil UUID on non-group events
+ *   (the column is not Nullable).
+ * Names are hashed as JSON arrays with a leading kind tag, so no two different tuples share a
+ * name (JSON escapes quotes and separators) and a user id never equals a group id.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { parseIsoTimestamp, type EventType, type ParsedEvent } from './schema.ts';
+
+/**
+ * Namespace of every name-based id of tallyhouse. Derived once, reproducibly, as
+ * uuidV5(URL namespace 6ba7b811-9dad-11d1-80b4-00c04fd430c8, 'https://tallyhouse.dev/ns/ids');
+ * a unit test re-derives it. Changing it would change every user and group id: never do.
+ */
+export const TALLYHOUSE_ID_NAMESPACE = '06a9ccfd-2b53-501d-a918-954ecc6dfc47';
+
+export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+
+/** Events older than this (relative to reception) get the reception time instead. */
+export const MAX_EVENT_AGE_MS = 7 * 24 * 60 * 60 * 1000;
+
+/** One row of `events`, in the JSONEachRow shape the table takes. */
+export interface EventRow {
+  org_id: string;
+  event_id: string;
+  type: EventType;
+  /** track: the name; copilot: the copilot event name; otherwise ''. */
+  event_name: string;
+  user_id: string;
+  user_alias: string;
+  anonymous: 0 | 1;
+  /** DateTime64(3, 'UTC') text, 'YYYY-MM-DD hh:mm:ss.mmm'. */
+  timestamp: string;
+  received_at: string;
+  /** 0-based position of the item in its request: orders equal timestamps of one request. */
+  seq: number;
+  /** The item's properties as JSON text, '{}' when absent. */
+  properties: string;
+  context_locale: string;
+  context_timezone: string;
+  group_id: string;
+  group_type: string;
+  group_name: string;
+  url: string;
+  screen_name: string;
+  agent_id: string;
+  conversation_id: string;
+  copilot_session_id: string;
+  prompt: string;
+  response: string;
+  rating: string;
+  rating_scale: string;
+}
+
+/** RFC 4122 name-based UUID, version 5 (SHA-1). */
+export function uuidV5(namespace: string, name: string): string {
+  const ns = Buffer.from(namespace.replace(/-/g, ''), 'hex');
+  if (ns.length !== 16) throw new Error(`Not a UUID: ${namespace}`);
+  const hash = createHash('sha1').update(ns).update(name, 'utf8').digest();
+  const bytes = hash.subarray(0, 16);
+  bytes[6] = (bytes[6] & 0x0f) | 0x50; // version 5
+  bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 4122 variant
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/** The stable internal user id of an alias within an organization. */
+export function userIdForAlias(orgId: string, alias: string): string {
+  return uuidV5(TALLYHOUSE_ID_NAMESPACE, JSON.stringify(['user', orgId.toLowerCase(), alias]));
+}
+
+/** The stable id of a group within an organization; a missing group_type is ''. */
+export function groupIdFor(orgId: string, groupType: string | null | undefined, groupName: string): string {
+  return uuidV5(TALLYHOUSE_ID_NAMESPACE, JSON.stringify(['group', orgId.toLowerCase(), groupType ?? '', groupName]));
+}
+
+/**
+ * The time an event is stored with: its own timestamp when it has a valid one within the last
+ * 7 days (inclusive) and not after reception; the reception time otherwise.
+ */
+export function effectiveTimestamp(timestamp: string | null | undefined, receivedAt: Date): Date {
+  if (timestamp == null) return receivedAt;
+  const ms = parseIsoTimestamp(timestamp);
+  const received = receivedAt.getTime();
+  if (ms === undefined || ms > received || received - ms > MAX_EVENT_AGE_MS) return receivedAt;
+  return new Date(ms);
+}
+
+/** 'YYYY-MM-DD hh:mm:ss.mmm' in UTC: what a DateTime64(3, 'UTC') column parses in JSONEachRow. */
+export function toClickHouseDateTime64(date: Date): string {
+  return date.toISOString().replace('T', ' ').replace('Z', '');
+}
+
+export function toEventRows(orgId: string, events: readonly ParsedEvent[], receivedAt: Date): EventRow[] {
+  const received = toClickHouseDateTime64(receivedAt);
+  return events.map((event, seq) => {
+    const alias = event.user_alias ?? '';
+    const row: EventRow = {
+      org_id: orgId,
+      event_id: randomUUID(),
+      type: event.type,
+      event_name: '',
+      user_id: alias ? userIdForAlias(orgId, alias) : randomUUID(),
+      user_alias: alias,
+      anonymous: alias ? 0 : 1,
+      timestamp: toClickHouseDateTime64(effectiveTimestamp(event.timestamp, receivedAt)),
+      received_at: received,
+      seq,
+      properties: JSON.stringify(event.properties ?? {}),
+      context_locale: event.context?.locale ?? '',
+      context_timezone: event.context?.timezone ?? '',
+      group_id: NIL_UUID,
+      group_type: '',
+      group_name: '',
+      url: '',
+      screen_name: '',
+      agent_id: '',
+      conversation_id: '',
+      copilot_session_id: '',
+      prompt: '',
+      response: '',
+      rating: '',
+      rating_scale: '',
+    };
+    switch (event.type) {
+      case 'identify':
+        break;
+      case 'track':
+        row.event_name = event.event_name;
+        break;
+      case 'group.assign':
+      case 'group.unassign':
+        row.group_id = groupIdFor(orgId, event.group_type, event.group_name);
+        row.group_type = event.group_type ?? '';
+        row.group_name = event.group_name;
+        break;
+      case 'page':
+        row.url = event.url;
+        break;
+      case 'screen':
+        row.screen_name = event.screen_name;
+        break;
+      case 'copilot':
+        row.event_name = event.event_name;
+        row.agent_id = event.agent_id;
+        row.conversation_id = event.conversation_id ?? '';
+        row.copilot_session_id = event.copilot_session_id ?? '';
+        row.prompt = event.prompt ?? '';
+        row.response = event.response ?? '';
+        row.rating = event.rating ?? '';
+        row.rating_scale = event.rating_scale ?? '';
+        break;
+      default:
+        return assertNever(event);
+    }
+    return row;
+  });
+}
+
+function assertNever(value: never): never {
+  throw new Error(`Unhandled event type: ${JSON.stringify(value)}`);
+}

@@ -1,0 +1,207 @@
+/**
+ * The request body of POST /1.0/event: a JSON array of 1..100 event items.
+ *
+ * Every item is a `v.variant` on `type`; a `copilot` item is itself a variant on `event_name`, so
+ * the conditional rules of the spec ("conversation_id required except for conversion", "prompt
+ * required for user_prompt", ...) are plain required/optional fields of one object per event
+ * name. That keeps the rules declarative, reports every problem at once (no pipe step is skipped
+ * because an earlier one failed) and converts to JSON Schema as nested `oneOf`s.
+ *
+ * Objects are `v.object`: unknown extra fields are stripped, never stored. Optional fields accept
+ * `null` as "absent" (many JSON encoders write nulls for unset members).
+ *
+ * String limits. From the spec: agent_id, conversation_id, copilot_session_id 100;
+ * prompt, response 10000. Our own (so that one field cannot bloat a row or a LowCardinality
+ * dictionary; the 1 MiB body limit applies on top):
+ *   user_alias, event_name (track), group_type, group_name, screen_name        1..255
+ *   url                                                                        1..8192
+ *   rating, rating_scale                                                       1..100 (copilot)
+ *   context.locale 64, context.timezone 64
+ * Required strings must be non-empty: an empty name/id is a missing one. An empty `user_alias`
+ * is rejected too: it would map every sender of "" to the same user.
+ *
+ * No check/custom actions: `toJsonSchema(eventBatchSchema)` converts it as it is.
+ */
+import * as v from 'valibot';
+import { badRequest, issuePath, type Issue } from '../server/errors.ts';
+
+export const MAX_EVENTS_PER_REQUEST = 100;
+
+export const EVENT_TYPES = ['identify', 'track', 'group.assign', 'group.unassign', 'page', 'screen', 'copilot'] as const;
+export type EventType = (typeof EVENT_TYPES)[number];
+
+export const COPILOT_EVENT_NAMES = [
+  'service_copilot_user_prompt',
+  'service_copilot_response',
+  'service_copilot_conversion',
+  'service_copilot_satisfaction',
+] as const;
+export type CopilotEventName = (typeof COPILOT_EVENT_NAMES)[number];
+
+/**
+ * ISO 8601 calendar date, optionally followed by a time (`T`, `t` or a space), optional seconds and
+ * fraction (`.` or `,`, up to 9 digits) and an optional zone (`Z`, `±HH`, `±HHMM`, `±HH:MM`).
+ * Days are checked against their month, leap years included, so "2026-02-30" is rejected rather
+ * than rolled over to March as `Date.parse` would. A value without a zone is read as UTC.
+ * No flags: the source is used as the JSON Schema `pattern`.
+ */
+const ISO_DATE =
+  '(?:\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-8]))' +
+  '|(?:\\d{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)';
+const ISO_TIME = '(?:[Tt ](?:[01]\\d|2[0-3]):[0-5]\\d(?::[0-5]\\d(?:[.,]\\d{1,9})?)?(?:[Zz]|[+-](?:[01]\\d|2[0-3])(?::?[0-5]\\d)?)?)?';
+export const ISO_8601_PATTERN = new RegExp(`^${ISO_DATE}${ISO_TIME}$`);
+
+// Only applied to strings that ISO_8601_PATTERN accepted, so the fields are known to be in range.
+const ISO_PARTS = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?)?$/;
+
+/** Epoch milliseconds of an ISO 8601 timestamp (fraction truncated to ms), or undefined if invalid. */
+export function parseIsoTimestamp(text: string): number | undefined {
+  if (!ISO_8601_PATTERN.test(text)) return undefined;
+  const m = ISO_PARTS.exec(text);
+  if (!m) return undefined;
+  const [, y, mo, d, h = '0', mi = '0', s = '0', frac = '', , sign, oh = '0', om = '0'] = m;
+  const date = new Date(0);
+  // setUTCFullYear, not Date.UTC: Date.UTC maps years 0..99 to 1900..1999.
+  date.setUTCFullYear(Number(y), Number(mo) - 1, Number(d));
+  date.setUTCHours(Number(h), Number(mi), Number(s), Number(frac.padEnd(3, '0').slice(0, 3)));
+  const offsetMinutes = sign ? (sign === '-' ? -1 : 1) * (Number(oh) * 60 + Number(om)) : 0;
+  return date.getTime() - offsetMinutes * 60_000;
+}
+
+/** A non-empty string of at most `max` characters. */
+const required = (max: number) =>
+  v.pipe(v.string('Must be a string'), v.minLength(1, 'Must not be empty'), v.maxLength(max, `Must be at most ${max} characters`));
+/** An optional (absent or null) string; `allowEmpty` for free-form values where "" is harmless. */
+const optional = (max: number, allowEmpty = false) =>
+  v.nullish(
+    allowEmpty
+      ? v.pipe(v.string('Must be a string'), v.maxLength(max, `Must be at most ${max} characters`))
+      : required(max),
+  );
+
+const timestampSchema = v.pipe(
+  v.string('Must be an ISO 8601 string'),
+  v.regex(ISO_8601_PATTERN, 'Must be an ISO 8601 date-time, e.g. 2026-11-22T10:00:00.000Z'),
+);
+
+/**
+ * A JSON object of properties; values are any JSON. valibot's record also takes arrays (they are
+ * objects, and it rebuilds them as {"0": ...} before any pipe step sees them), so parseEventBatch
+ * rejects array properties itself; JSON Schema's `type: "object"` already says so.
+ */
+const propertiesSchema = v.record(v.string(), v.unknown(), 'Must be a JSON object');
+
+const contextSchema = v.object(
+  {
+    locale: optional(64, true),
+    timezone: optional(64, true),
+  },
+  'Must be an object',
+);
+
+/** Fields every event type accepts. */
+const commonEntries = {
+  user_alias: optional(255),
+  properties: v.nullish(propertiesSchema),
+  timestamp: v.nullish(timestampSchema),
+  context: v.nullish(contextSchema),
+};
+
+const identifySchema = v.object({ type: v.literal('identify'), ...commonEntries });
+const trackSchema = v.object({ type: v.literal('track'), ...commonEntries, event_name: required(255) });
+const groupEntries = { ...commonEntries, group_type: optional(255), group_name: required(255) };
+const groupAssignSchema = v.object({ type: v.literal('group.assign'), ...groupEntries });
+const groupUnassignSchema = v.object({ type: v.literal('group.unassign'), ...groupEntries });
+const pageSchema = v.object({ type: v.literal('page'), ...commonEntries, url: required(8192) });
+const screenSchema = v.object({ type: v.literal('screen'), ...commonEntries, screen_name: required(255) });
+
+/** Every copilot field, optional; each event name below makes its own ones required. */
+const copilotEntries = {
+  type: v.literal('copilot'),
+  ...commonEntries,
+  agent_id: required(100),
+  conversation_id: optional(100),
+  copilot_session_id: optional(100),
+  prompt: optional(10_000),
+  response: optional(10_000),
+  rating: optional(100),
+  rating_scale: optional(100),
+};
+const conversationEntries = { conversation_id: required(100), copilot_session_id: required(100) };
+
+const copilotSchema = v.variant('event_name', [
+  v.object({ ...copilotEntries, ...conversationEntries, event_name: v.literal('service_copilot_user_prompt'), prompt: required(10_000) }),
+  v.object({ ...copilotEntries, ...conversationEntries, event_name: v.literal('service_copilot_response'), response: required(10_000) }),
+  v.object({ ...copilotEntries, event_name: v.literal('service_copilot_conversion') }),
+  v.object({
+    ...copilotEntries,
+    ...conversationEntries,
+    event_name: v.literal('service_copilot_satisfaction'),
+    rating: required(100),
+    rating_scale: required(100),
+  }),
+]);
+
+export const eventItemSchema = v.variant(
+  'type',
+  [identifySchema, trackSchema, groupAssignSchema, groupUnassignSchema, pageSchema, screenSchema, copilotSchema],
+);
+
+const SIZE_MESSAGE = `Body must contain 1 to ${MAX_EVENTS_PER_REQUEST} events`;
+
+export const eventBatchSchema = v.pipe(
+  v.array(eventItemSchema, `Body must be a JSON array of 1 to ${MAX_EVENTS_PER_REQUEST} events`),
+  v.minLength(1, SIZE_MESSAGE),
+  v.maxLength(MAX_EVENTS_PER_REQUEST, SIZE_MESSAGE),
+);
+
+export type ParsedEvent = v.InferOutput<typeof eventItemSchema>;
+export type CopilotEvent = Extract<ParsedEvent, { type: 'copilot' }>;
+
+/**
+ * Parses a request body into events, all or nothing: any invalid item makes the whole batch a 400
+ * whose issues name every bad item by index and field (`[3].event_name`). A batch of the wrong
+ * size is rejected before its items are looked at: it cannot succeed, and a body of thousands of
+ * tiny items should not cost thousands of validations.
+ */
+export function parseEventBatch(body: unknown): ParsedEvent[] {
+  if (Array.isArray(body) && (body.length < 1 || body.length > MAX_EVENTS_PER_REQUEST)) {
+    throw badRequest('Invalid event batch', [{ path: '', message: SIZE_MESSAGE }]);
+  }
+  const result = v.safeParse(eventBatchSchema, body, { abortEarly: false });
+  const issues = [...(result.issues ?? []).map(toIssue), ...arrayPropertiesIssues(body)];
+  if (result.success && issues.length === 0) return result.output;
+  throw badRequest('Invalid event batch', issues);
+}
+
+function arrayPropertiesIssues(body: unknown): Issue[] {
+  if (!Array.isArray(body)) return [];
+  return body.flatMap((item: unknown, index) =>
+    item !== null && typeof item === 'object' && Array.isArray((item as { properties?: unknown }).properties)
+      ? [{ path: `[${index}].properties`, message: 'Must be a JSON object' }]
+      : [],
+  );
+}
+
+function toIssue(issue: v.BaseIssue<unknown>): Issue {
+  return { path: issuePath(issue), message: describe(issue) };
+}
+
+/**
+ * Plain messages where valibot's defaults are cryptic ("Invalid key: Expected "x" but received
+ * undefined"). Variant issues are worded here rather than by a schema message because the outer
+ * variant also reports the nested copilot variant's bad `event_name` with its own message.
+ */
+function describe(issue: v.BaseIssue<unknown>): string {
+  const last = issue.path?.[issue.path.length - 1];
+  const field = last && typeof last.key === 'string' ? last.key : undefined;
+  if (issue.type === 'variant') {
+    if (field === undefined) return 'Each event must be a JSON object';
+    const choices = (issue.expected ?? '').replace(/^\((.*)\)$/, '$1').split(' | ').join(', ');
+    return issue.input === undefined
+      ? `Missing required field "${field}" (one of ${choices})`
+      : `"${field}" must be one of ${choices}; received ${issue.received}`;
+  }
+  if (issue.input === undefined && field !== undefined) return `Missing required field "${field}"`;
+  return issue.message;
+}

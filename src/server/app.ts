@@ -1,0 +1,91 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import { createServer, type Server } from 'node:http';
+import { migrationsApplied } from '../clickhouse/migrations.ts';
+import { createEventCommitter, eventRoutes } from '../events/routes.ts';
+import { releaseRoutes } from '../releases/routes.ts';
+import { responseRoutes } from '../responses/routes.ts';
+import type { AppDeps, AppState } from './context.ts';
+import { errorMiddleware } from './errors.ts';
+import { openApiDocument } from './openapi.ts';
+
+export interface App {
+  server: Server;
+  listen(port: number, host: string): Promise<number>;
+  /** Stops accepting, commits what is queued, answers the waiting requests, then closes. */
+  close(): Promise<void>;
+}
+
+export function createApp(deps: AppDeps): App {
+  const koa = new Koa<AppState>();
+  // Behind a proxy, X-Forwarded-* are not trusted by default; nothing here depends on client IPs.
+  const router = new Router<AppState>();
+  const committer = createEventCommitter(deps);
+
+  koa.use(requestLog(deps));
+  koa.use(errorMiddleware((e) => deps.log.error(e)));
+
+  router.get('/healthz', (ctx) => {
+    ctx.body = { status: 'ok' };
+  });
+  router.get('/readyz', async (ctx) => {
+    const engine = deps.db.isUp();
+    const migrations = engine && (await migrationsApplied(deps.db));
+    ctx.status = engine && migrations ? 200 : 503;
+    ctx.body = { status: ctx.status === 200 ? 'ready' : 'not_ready', engine, migrations, mode: deps.db.mode() };
+  });
+  router.get('/openapi.json', (ctx) => {
+    ctx.body = openApiDocument();
+  });
+  eventRoutes(router, deps, committer);
+  releaseRoutes(router, deps);
+  responseRoutes(router, deps);
+
+  koa.use(router.routes());
+  koa.use(router.allowedMethods({ throw: true }));
+
+  const server = createServer(koa.callback());
+  // Slow-loris bounds: headers within 10 s, a whole request within 60 s.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 60_000;
+  server.keepAliveTimeout = 5_000;
+
+  return {
+    server,
+    listen: (port, host) =>
+      new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => resolve((server.address() as { port: number }).port));
+      }),
+    close: async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      await committer.drain();
+      // Requests still being answered finish; idle keep-alive sockets are closed.
+      const force = setTimeout(() => server.closeAllConnections(), 10_000);
+      await closed;
+      clearTimeout(force);
+    },
+  };
+}
+
+/** One JSON line per request: method, route, status, duration, org. Never the token. */
+function requestLog(deps: AppDeps): Koa.Middleware<AppState> {
+  return async (ctx, next) => {
+    const start = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      deps.log.info({
+        msg: 'request',
+        method: ctx.method,
+        route: (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? null,
+        path: ctx.path,
+        status: ctx.status,
+        duration_ms: Math.round(ms * 100) / 100,
+        org: ctx.state.auth?.orgId ?? null,
+      });
+    }
+  };
+}

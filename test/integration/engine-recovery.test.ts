@@ -1,0 +1,76 @@
+import { expect } from 'chai';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connectDatabase, type Database } from '../../src/clickhouse/connection.ts';
+import { migrate } from '../../src/clickhouse/migrations.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
+import { createApp, type App } from '../../src/server/app.ts';
+import { TokenCache } from '../../src/tokens/cache.ts';
+import { mintToken } from '../../src/tokens/tokens.ts';
+import { request } from './harness.ts';
+
+/** The service owns and supervises its own engine here, as `tallyhouse serve` does. */
+describe('embedded engine supervision', function () {
+  this.timeout(120_000);
+  let dataDir: string;
+  let db: Database;
+  let app: App;
+  let url: string;
+  let token: string;
+
+  before(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'tallyhouse-recovery-'));
+    const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'silent' });
+    const log = createLogger('silent');
+    db = await connectDatabase(config, log, { supervise: true });
+    await migrate(db);
+    app = createApp({ config, db, log, tokens: new TokenCache() });
+    url = `http://127.0.0.1:${await app.listen(0, '127.0.0.1')}`;
+    token = (await mintToken(db.client(), '22222222-3333-4444-8555-666666666666', ['events'])).token;
+  });
+  after(async () => {
+    await app?.close();
+    await db?.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('answers 503 (never hangs) while the engine is down, recovers on its own, and loses nothing acknowledged', async () => {
+    expect(db.mode()).to.equal('embedded-owned');
+    let acknowledged = 0;
+    const send = async () => {
+      const res = await request(url, 'POST', '/1.0/event', { token, body: [{ type: 'track', event_name: 'recovery' }, { type: 'track', event_name: 'recovery' }] });
+      if (res.status === 200) acknowledged += res.body.count;
+      return res;
+    };
+    for (let i = 0; i < 20; i++) expect((await send()).status).to.equal(200);
+
+    const { pid } = JSON.parse(readFileSync(join(dataDir, 'engine.json'), 'utf8'));
+    process.kill(pid, 'SIGKILL');
+
+    const statuses = new Set<number>();
+    const deadline = Date.now() + 60_000;
+    let recovered = false;
+    while (Date.now() < deadline) {
+      const started = Date.now();
+      const res = await send();
+      expect(Date.now() - started, 'a request must not hang while the engine is down').to.be.below(15_000);
+      statuses.add(res.status);
+      if (res.status === 503) expect(res.headers.get('retry-after')).to.match(/^\d+$/);
+      if (res.status === 200 && statuses.has(503)) {
+        recovered = true;
+        break;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(statuses.has(503), 'requests during the outage get 503').to.equal(true);
+    expect(recovered, 'the service recovered on its own').to.equal(true);
+    expect([...statuses].every((s) => s === 200 || s === 503)).to.equal(true);
+
+    const rows = await (await db.client().query({ query: "SELECT count() AS c FROM events WHERE event_name = 'recovery'", format: 'JSONEachRow' })).json<{ c: string }>();
+    expect(Number(rows[0].c)).to.equal(acknowledged);
+    const ready = await request(url, 'GET', '/readyz');
+    expect(ready.status).to.equal(200);
+  });
+});

@@ -1,0 +1,71 @@
+import { expect } from 'chai';
+import { startTestService, type TestService } from './harness.ts';
+
+describe('releases (HTTP)', () => {
+  let svc: TestService;
+  let token: string;
+  before(async () => {
+    svc = await startTestService();
+    token = await svc.token(['releases']);
+  });
+  after(() => svc.close());
+
+  it('creates a release with defaults and returns it with 201', async () => {
+    const before = Date.now();
+    const res = await svc.request('POST', '/1.0/release', { token, body: { name: 'Spring', version: '2.4.0' } });
+    expect(res.status).to.equal(201);
+    expect(res.body).to.include({ name: 'Spring', version: '2.4.0', description: '' });
+    expect(res.body.tags).to.deep.equal([]);
+    expect(res.body.id).to.match(/^[0-9a-f-]{36}$/);
+    const releasedAt = Date.parse(res.body.released_at);
+    expect(releasedAt).to.be.within(before - 1000, Date.now() + 1000);
+    expect(res.body.created_at).to.match(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
+
+  it('keeps every given field, with the offset normalised to UTC', async () => {
+    const body = { name: 'Autumn', version: '3.0.0', description: 'big one', tags: ['web', 'ios'], released_at: '2024-05-01T12:00:00+02:00' };
+    const res = await svc.request('POST', '/1.0/release', { token, body });
+    expect(res.status).to.equal(201);
+    expect(res.body).to.include({ name: 'Autumn', version: '3.0.0', description: 'big one', released_at: '2024-05-01T10:00:00.000Z' });
+    expect(res.body.tags).to.deep.equal(['web', 'ios']);
+  });
+
+  const invalid: Array<[string, unknown, string]> = [
+    ['missing name', { version: '1' }, 'name'],
+    ['missing version', { name: 'x' }, 'version'],
+    ['empty name', { name: '', version: '1' }, 'name'],
+    ['name too long', { name: 'x'.repeat(256), version: '1' }, 'name'],
+    ['description too long', { name: 'x', version: '1', description: 'd'.repeat(10_001) }, 'description'],
+    ['tags not strings', { name: 'x', version: '1', tags: [1] }, 'tags[0]'],
+    ['released_at without offset', { name: 'x', version: '1', released_at: '2024-05-01T12:00:00' }, 'released_at'],
+    ['released_at not a date', { name: 'x', version: '1', released_at: 'yesterday' }, 'released_at'],
+  ];
+  for (const [name, body, path] of invalid) {
+    it(`rejects ${name} with 400 naming ${path}, storing nothing`, async () => {
+      const count = async () => Number((await (await svc.client.query({ query: 'SELECT count() AS c FROM releases', format: 'JSONEachRow' })).json<{ c: string }>())[0].c);
+      const n = await count();
+      const res = await svc.request('POST', '/1.0/release', { token, body });
+      expect(res.status).to.equal(400);
+      expect(res.body.error.code).to.equal('validation_error');
+      expect(res.body.error.issues.map((i: { path: string }) => i.path)).to.include(path);
+      expect(await count()).to.equal(n);
+    });
+  }
+
+  it('lists newest released_at first, within from/to, only for the token organization', async () => {
+    const other = await svc.token(['releases'], '00000000-0000-4000-8000-000000000001');
+    await svc.request('POST', '/1.0/release', { token: other, body: { name: 'other org', version: '1', released_at: '2024-03-01T00:00:00Z' } });
+    for (const [v, at] of [['a', '2024-01-01T00:00:00Z'], ['b', '2024-02-01T00:00:00Z'], ['c', '2024-03-01T00:00:00Z']]) {
+      await svc.request('POST', '/1.0/release', { token, body: { name: `win-${v}`, version: v, released_at: at } });
+    }
+    const all = await svc.request('GET', '/1.0/release', { token });
+    const times = all.body.releases.map((r: { released_at: string }) => r.released_at);
+    expect(times).to.deep.equal([...times].sort().reverse());
+    expect(all.body.releases.map((r: { name: string }) => r.name)).to.not.include('other org');
+    const windowed = await svc.request('GET', '/1.0/release?from=2024-01-15T00:00:00Z&to=2024-03-01T00:00:00Z', { token });
+    expect(windowed.body.releases.map((r: { name: string }) => r.name)).to.deep.equal(['win-c', 'win-b']);
+    const bad = await svc.request('GET', '/1.0/release?from=soon', { token });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.error.issues[0].path).to.equal('from');
+  });
+});
