@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,14 +53,19 @@ function engineConfigXml(key: string): string {
 `;
 }
 
-export async function ping(endpoint: EngineEndpoint, timeoutMs = 1000): Promise<boolean> {
-  try {
-    const res = await fetch(`${endpoint.url}/ping`, { headers: endpoint.headers, signal: AbortSignal.timeout(timeoutMs) });
-    await res.arrayBuffer();
-    return res.ok;
-  } catch {
-    return false;
-  }
+/**
+ * GET /ping on a fresh connection (no keep-alive): a pooled idle socket would make the engine wait
+ * for it at shutdown.
+ */
+export function ping(endpoint: EngineEndpoint, timeoutMs = 1000): Promise<boolean> {
+  return new Promise((resolve) => {
+    const req = httpGet(`${endpoint.url}/ping`, { headers: endpoint.headers, agent: false, timeout: timeoutMs }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode === 200));
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(false));
+  });
 }
 
 function endpointFor(port: number, key: string): EngineEndpoint {
