@@ -1,4 +1,4 @@
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { unavailable } from '../server/errors.ts';
@@ -35,6 +35,8 @@ export function buildClient(endpoint: EngineEndpoint, config: Config, database: 
     max_open_connections: 64,
     // Loopback or a LAN: compressing costs more CPU than it saves.
     compression: { request: false, response: false },
+    // Failures reach our own error handling and request log; the client's logger would repeat them.
+    log: { level: ClickHouseLogLevel.OFF },
     clickhouse_settings: {
       // Dates come back as ISO-like text we format ourselves; 64-bit ints as numbers in JSON.
       output_format_json_quote_64bit_integers: 0,

@@ -25,8 +25,9 @@ export async function createRelease(client: ClickHouseClient, orgId: string, bod
 /** Newest released_at first, optionally within [from, to]. */
 export async function listReleases(client: ClickHouseClient, orgId: string, q: ReleaseListQuery): Promise<Release[]> {
   const rs = await client.query({
+    // Output aliases differ from the column names so WHERE and ORDER BY see the columns.
     query: `SELECT toString(id) AS id, name, description, version, tags,
-                   formatDateTime(released_at, ${ISO}) AS released_at, formatDateTime(created_at, ${ISO}) AS created_at
+                   formatDateTime(released_at, ${ISO}) AS released_at_iso, formatDateTime(created_at, ${ISO}) AS created_at_iso
             FROM releases
             WHERE org_id = {org:UUID}
               AND ({from:Nullable(DateTime64(3, 'UTC'))} IS NULL OR released_at >= {from:Nullable(DateTime64(3, 'UTC'))})
@@ -41,7 +42,8 @@ export async function listReleases(client: ClickHouseClient, orgId: string, q: R
     },
     format: 'JSONEachRow',
   });
-  return (await rs.json<Release>()).map((r) => ({ ...r, released_at: trimMicros(r.released_at), created_at: trimMicros(r.created_at) }));
+  type Row = Omit<Release, 'released_at' | 'created_at'> & { released_at_iso: string; created_at_iso: string };
+  return (await rs.json<Row>()).map(({ released_at_iso, created_at_iso, ...r }) => ({ ...r, released_at: trimMicros(released_at_iso), created_at: trimMicros(created_at_iso) }));
 }
 
 const toClickHouseTime = (iso: string) => new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
