@@ -51,7 +51,10 @@ let cached: object | undefined;
 export function openApiDocument(): object {
   cached ??= {
     openapi: '3.1.0',
-    info: { title: 'tallyhouse', version: '1.0', description: 'Event ingestion, releases and survey-response analytics. Every request carries `Authorization: Bearer <token>`.' },
+    info: { title: 'tallyhouse', version: '1.0', description:
+        'Event ingestion, releases and survey-response analytics. Every request carries `Authorization: Bearer <token>`. ' +
+        'The survey query endpoints use the HTTP method SEARCH, which OpenAPI 3.1 has no field for: they are described under the `x-search` key of their path.',
+    },
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
       schemas: { Error: errorBody, Release: schema(releaseSchema) },
@@ -95,7 +98,7 @@ export function openApiDocument(): object {
         },
       },
       '/1.0/survey/{survey_ids}/response': {
-        search: {
+        'x-search': {
           summary: 'Search responses, newest created_at first (scope `responses:read`)',
           parameters: [surveyIds],
           requestBody: json(schema(searchBodySchema)),
@@ -103,7 +106,7 @@ export function openApiDocument(): object {
         },
       },
       '/1.0/survey/{survey_ids}/response/summary': {
-        search: {
+        'x-search': {
           summary: 'NPS / CSAT / CES, completion, end reasons, languages and supports (scope `responses:read`)',
           parameters: [surveyIds],
           requestBody: json(schema(queryScopeSchema)),
@@ -111,7 +114,7 @@ export function openApiDocument(): object {
         },
       },
       '/1.0/survey/{survey_ids}/response/aggregation': {
-        search: {
+        'x-search': {
           summary: 'Counts grouped by ordered group_by rules, with dense date histograms (scope `responses:read`)',
           parameters: [surveyIds],
           requestBody: json(schema(aggregationBodySchema)),
