@@ -1,0 +1,264 @@
+/**
+ * SEARCH /1.0/survey/<survey_ids>/response/aggregation: counts grouped by 1..3 ordered `group_by`
+ * rules, one nesting level per rule, with dense date histograms.
+ *
+ * Plan: (1) when a date level lacks a range bound, one query reads the data's min/max of its field
+ * within the scope; (2) the series of each date level is planned in JS (histogram.ts); (3) ONE
+ * query groups by all levels WITH ROLLUP, so every parent bucket gets its own exact count (a
+ * response counts once in a parent bucket even when it sits in several child buckets), then ranks
+ * buckets inside each parent and keeps the 100 largest per non-date level; (4) JS shapes the tree
+ * and fills the zero buckets (every date bucket of the series, all three completion values).
+ *
+ * Decisions (where the spec is silent):
+ * - A date level's series is the range when given (range.start..range.end, end inclusive, see
+ *   histogram.ts); a missing side comes from the data: the first value truncated to the start of
+ *   its UTC hour/day/month (so keys read 2024-01-01T00:00:00.000000Z rather than the odd instant of
+ *   the first response), the last value as is. Responses whose value is NULL (ended_at of an active
+ *   response, no answer yet) or outside the series are in no bucket of that level.
+ * - Non-date levels: at most 100 buckets per parent, largest doc_count first, ties by key
+ *   (byte order); `other_doc_count` = the summed doc_count of the buckets left out (as in
+ *   Elasticsearch's sum_other_doc_count; with multi-valued answers this can exceed the number of
+ *   responses left out). The completion level always lists its three values, zeros included.
+ * - `end_reason` "" (active responses) is not a bucket; hidden_field and answer levels bucket by
+ *   each distinct value of the entries with that key / question (a response with two values counts
+ *   in both), and responses without such an entry are in none.
+ * - size/offset in the body are ignored (unknown fields are dropped, like everywhere else).
+ * - A response holds at most MAX_RESPONSE_BUCKETS buckets over all levels (dense series multiply:
+ *   three 100-bucket histograms would be a million zeros); beyond it the answer is a 400
+ *   `query_too_expensive` asking for fewer buckets or levels, as Elasticsearch's max_buckets does.
+ */
+import type { ClickHouseClient } from '@clickhouse/client';
+import * as v from 'valibot';
+import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
+import { HttpError, parseOrThrow } from '../server/errors.ts';
+import { QUERY_SETTINGS, compileScope, type Scope } from './compile.ts';
+import { COMPLETION_VALUES, parseSurveyIds, queryScopeSchema } from './filters.ts';
+import {
+  DATE_FIELD_COLUMNS,
+  MAX_TERMS_BUCKETS,
+  groupBySchema,
+  isMultiValued,
+  levelKeySql,
+  type DateField,
+  type DateRule,
+  type GroupByRule,
+} from './group-by.ts';
+import { formatMicros, parseInstantMicros, planHistogram, truncateTo, type HistogramPlan } from './histogram.ts';
+import { runDashboardQuery } from '../clickhouse/result-cache.ts';
+
+/** Elasticsearch's default search.max_buckets. */
+export const MAX_RESPONSE_BUCKETS = 65_536;
+
+const tooManyBuckets = () =>
+  new HttpError(400, 'query_too_expensive', `The aggregation would return more than ${MAX_RESPONSE_BUCKETS} buckets: lower date_histogram_buckets, narrow the range, or use fewer group_by levels`);
+
+export const aggregationBodySchema = v.object({
+  ...queryScopeSchema.entries,
+  group_by: groupBySchema,
+});
+export type AggregationBody = v.InferOutput<typeof aggregationBodySchema>;
+
+export interface Bucket {
+  key: string;
+  doc_count: number;
+  aggregations?: LevelResult;
+}
+
+export type LevelResult =
+  | { field: DateField; interval: string; buckets: Bucket[] }
+  | { field: string; hidden_field_key?: string; question_id?: string; buckets: Bucket[]; other_doc_count: number };
+
+export interface AggregationResult {
+  took: number;
+  hits: { total: { value: number } };
+  aggregations: LevelResult;
+}
+
+// --- (1) data bounds -------------------------------------------------------------------------------
+
+/** Date fields whose series needs a bound the range does not give. */
+export function fieldsNeedingBounds(rules: readonly GroupByRule[], range: Scope['range']): DateField[] {
+  if (range?.start !== undefined && range?.end !== undefined) return [];
+  return [...new Set(rules.filter((r): r is DateRule => r.kind === 'date').map((r) => r.field))];
+}
+
+/** `SELECT min_0, max_0, ...` of each field, as DateTime64 text (NULL when no response has one). */
+export function compileBounds(scope: Scope, fields: readonly DateField[]): CompiledQuery {
+  const bag = new ParamBag();
+  const where = compileScope(scope, bag);
+  const columns = fields.flatMap((f, i) => {
+    const col = DATE_FIELD_COLUMNS[f];
+    return [`toString(minOrNull(${col})) AS min_${i}`, `toString(maxOrNull(${col})) AS max_${i}`];
+  });
+  return compiled(`SELECT ${columns.join(', ')} FROM survey_responses FINAL WHERE ${where}`, bag);
+}
+
+export type Bounds = Partial<Record<DateField, { min: bigint | null; max: bigint | null }>>;
+
+export function readBounds(fields: readonly DateField[], row: Record<string, string | null> | undefined): Bounds {
+  const out: Bounds = {};
+  const read = (x: string | null | undefined) => (x ? parseInstantMicros(x) : null);
+  fields.forEach((f, i) => (out[f] = { min: read(row?.[`min_${i}`]), max: read(row?.[`max_${i}`]) }));
+  return out;
+}
+
+// --- (2) series plans ------------------------------------------------------------------------------
+
+/** The series of each date level (undefined for the other levels). */
+export function planLevels(rules: readonly GroupByRule[], range: Scope['range'], bounds: Bounds): (HistogramPlan | undefined)[] {
+  return rules.map((rule) => {
+    if (rule.kind !== 'date') return undefined;
+    const data = bounds[rule.field];
+    const start = range?.start !== undefined ? parseInstantMicros(range.start) : data?.min != null ? truncateTo(data.min, rule.minInterval) : null;
+    const end = range?.end !== undefined ? parseInstantMicros(range.end) : data?.max ?? null;
+    // No value of the field in scope: an empty series (end < start).
+    if (start === null || end === null) return planHistogram(0n, -1n, rule.minInterval, rule.buckets);
+    return planHistogram(start, end, rule.minInterval, rule.buckets);
+  });
+}
+
+// --- (3) the grouped query -------------------------------------------------------------------------
+
+export interface AggregationRow {
+  depth: number;
+  doc_count: number | string;
+  other_doc_count: number | string;
+  [key: `k${number}`]: string | number | null;
+}
+
+/**
+ * Depth d (0 = everything in scope) rows: k1..kd are the bucket keys down to that level (a date
+ * level's key is its bucket index), `doc_count` counts distinct responses, `other_doc_count` is the
+ * summed doc_count of the siblings beyond the first 100. Only rows under kept ancestors are returned.
+ */
+export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[]): CompiledQuery {
+  const bag = new ParamBag();
+  const where = compileScope(scope, bag);
+  const n = rules.length;
+  const ks = rules.map((_, i) => `k${i + 1}`);
+  const keyColumns = rules.map((rule, i) => `${levelKeySql(rule, plans[i], bag, i + 1)} AS k${i + 1}`);
+  // count() is exact when each response is one row; a multi-valued level (arrayJoin) repeats the
+  // response, so parent levels then count distinct ids.
+  const count = rules.some(isMultiValued) ? 'uniqExact(id)' : 'count()';
+  const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
+
+  // A row's own key and its parent keys; keys of deeper levels are rolled up (defaults) at that depth.
+  const ownKey = n === 1 ? 'toString(k1)' : `multiIf(${ks.slice(0, -1).map((k, i) => `depth = ${i + 1}, toString(${k})`).join(', ')}, toString(${ks[n - 1]}))`;
+  const parentKeys = ks.slice(0, -1).map((k, i) => `if(depth >= ${i + 2}, ${k}, NULL)`);
+  const siblings = `PARTITION BY ${['depth', ...parentKeys].join(', ')}`;
+  // Rank of the ancestor at depth a, read from that ancestor's row (same keys k1..ka).
+  const ancestorRanks = ks.slice(0, -1).map((_, i) => {
+    const a = i + 1;
+    const prefix = ks.slice(0, a).map((k) => `if(depth >= ${a}, ${k}, NULL)`).join(', ');
+    return `max(if(depth = ${a}, r, 0)) OVER (PARTITION BY ${prefix}) AS r${a}`;
+  });
+  const noMissing = ks.map((k, i) => `(depth < ${i + 1} OR ${k} IS NOT NULL)`).join(' AND ');
+  const keptAncestors = ks.slice(0, -1).map((_, i) => `(depth < ${i + 2} OR r${i + 1} <= ${limit})`);
+
+  const grouped =
+    `SELECT ${keyColumns.join(', ')}, ${n} - bitCount(grouping(${ks.join(', ')})) AS depth, ${count} AS doc_count ` +
+    `FROM survey_responses FINAL WHERE ${where} GROUP BY ROLLUP(${ks.join(', ')})`;
+  const ranked =
+    `SELECT ${ks.join(', ')}, depth, doc_count, row_number() OVER (${siblings} ORDER BY doc_count DESC, ${ownKey} ASC) AS r ` +
+    `FROM (${grouped}) WHERE ${noMissing}`;
+  const withContext =
+    `SELECT ${ks.join(', ')}, depth, doc_count, r, sum(if(r > ${limit}, doc_count, 0)) OVER (${siblings}) AS other_doc_count` +
+    `${ancestorRanks.map((x) => `, ${x}`).join('')} FROM (${ranked})`;
+  const sql =
+    `SELECT depth, ${ks.join(', ')}, doc_count, other_doc_count FROM (${withContext}) ` +
+    `WHERE ${[`r <= ${limit}`, ...keptAncestors].join(' AND ')} ORDER BY depth`;
+  return compiled(sql, bag);
+}
+
+// --- (4) shaping -----------------------------------------------------------------------------------
+
+/** Rows -> the nested body. Pure; `took` is passed in. */
+export function shapeAggregation(
+  rules: readonly GroupByRule[],
+  plans: readonly (HistogramPlan | undefined)[],
+  rows: readonly AggregationRow[],
+  took: number,
+): AggregationResult {
+  // children of each parent path (the JSON of its keys), with their own key and count
+  const children = new Map<string, { key: string | number; doc_count: number; other: number }[]>();
+  let total = 0;
+  for (const row of rows) {
+    const depth = Number(row.depth);
+    if (depth === 0) {
+      total = Number(row.doc_count);
+      continue;
+    }
+    const path = [];
+    for (let i = 1; i < depth; i++) path.push(normalizeKey(rules[i - 1], row[`k${i}`]));
+    const parent = JSON.stringify(path);
+    const list = children.get(parent) ?? [];
+    list.push({ key: normalizeKey(rules[depth - 1], row[`k${depth}`]), doc_count: Number(row.doc_count), other: Number(row.other_doc_count) });
+    children.set(parent, list);
+  }
+
+  let emitted = 0;
+  const level = (depth: number, path: (string | number)[]): LevelResult => {
+    const rule = rules[depth];
+    const found = children.get(JSON.stringify(path)) ?? [];
+    emitted += rule.kind === 'date' ? plans[depth]!.starts.length : Math.max(found.length, rule.kind === 'completion' ? 3 : 0);
+    if (emitted > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
+    const nested = (key: string | number): Pick<Bucket, 'aggregations'> =>
+      depth + 1 < rules.length ? { aggregations: level(depth + 1, [...path, key]) } : {};
+
+    if (rule.kind === 'date') {
+      const plan = plans[depth]!;
+      const counts = new Map(found.map((c) => [c.key, c.doc_count]));
+      return {
+        field: rule.field,
+        interval: plan.interval,
+        buckets: plan.starts.map((start, i) => ({ key: formatMicros(start), doc_count: counts.get(i) ?? 0, ...nested(i) })),
+      };
+    }
+    let entries = found.map((c) => ({ key: String(c.key), doc_count: c.doc_count }));
+    if (rule.kind === 'completion') {
+      const present = new Set(entries.map((e) => e.key));
+      entries = [...entries, ...COMPLETION_VALUES.filter((c) => !present.has(c)).map((key) => ({ key, doc_count: 0 }))];
+    }
+    entries.sort((a, b) => b.doc_count - a.doc_count || byteOrder(a.key, b.key));
+    const head: Omit<Extract<LevelResult, { other_doc_count: number }>, 'buckets' | 'other_doc_count'> = { field: rule.field };
+    if (rule.kind === 'hidden_field') head.hidden_field_key = rule.key;
+    if (rule.kind === 'answer') head.question_id = rule.questionId;
+    return {
+      ...head,
+      buckets: entries.map((e) => ({ key: e.key, doc_count: e.doc_count, ...nested(e.key) })),
+      other_doc_count: found[0]?.other ?? 0,
+    };
+  };
+
+  return { took, hits: { total: { value: total } }, aggregations: level(0, []) };
+}
+
+function normalizeKey(rule: GroupByRule, raw: string | number | null | undefined): string | number {
+  return rule.kind === 'date' ? Number(raw) : String(raw);
+}
+
+/** The engine's String order (bytes), which decided which buckets made the first 100. */
+function byteOrder(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
+
+// --- the handler -----------------------------------------------------------------------------------
+
+/** SEARCH /1.0/survey/<survey_ids>/response/aggregation */
+export async function aggregate(client: ClickHouseClient, orgId: string, surveyIdsParam: string, body: unknown): Promise<AggregationResult> {
+  const surveyIds = parseSurveyIds(surveyIdsParam);
+  const parsed = parseOrThrow(aggregationBodySchema, body ?? {});
+  const started = performance.now();
+  const scope: Scope = { orgId, surveyIds, filtersBool: parsed.filters_bool, filters: parsed.filters, range: parsed.range };
+  const rules = parsed.group_by as GroupByRule[];
+
+  const needBounds = fieldsNeedingBounds(rules, scope.range);
+  const bounds = needBounds.length
+    ? readBounds(needBounds, (await runDashboardQuery<Record<string, string | null>>(client, compileBounds(scope, needBounds), QUERY_SETTINGS))[0])
+    : {};
+  const plans = planLevels(rules, scope.range, bounds);
+  // The dense series alone (every date bucket under every date bucket) may already be too many.
+  if (plans.reduce((n, p) => n * (p ? Math.max(p.starts.length, 1) : 1), 1) > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
+  const rows = await runDashboardQuery<AggregationRow>(client, compileAggregation(scope, rules, plans), QUERY_SETTINGS);
+  return shapeAggregation(rules, plans, rows, Math.round(performance.now() - started));
+}

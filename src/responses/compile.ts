@@ -1,0 +1,206 @@
+/**
+ * Pure compiler: filter nodes + scope -> parameterised ClickHouse SQL over `survey_responses`.
+ *
+ * Values only ever travel as query parameters (ParamBag); the only text spliced into SQL is
+ * column names, operators and type literals from this file. Every read is
+ * `FROM survey_responses FINAL WHERE <scope>`, and the scope starts with the token's org.
+ */
+import type { ClickHouseSettings } from '@clickhouse/client';
+import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
+import type { FilterNode, Scalar } from './filters.ts';
+
+/**
+ * Resource limits for every survey-response query (pass as `clickhouse_settings`). Over a limit
+ * ClickHouse throws instead of running on (`*_overflow_mode: 'throw'`), and
+ * src/clickhouse/errors.ts maps it: 158 TOO_MANY_ROWS, 307 TOO_MANY_BYTES, 396
+ * TOO_MANY_ROWS_OR_BYTES, 241 MEMORY_LIMIT_EXCEEDED -> 400 query_too_expensive ("narrow the range");
+ * 159 TIMEOUT_EXCEEDED, 202 TOO_MANY_SIMULTANEOUS_QUERIES -> 503 with Retry-After.
+ * Sizing: a filtered search over 1.5M rows of one org took 26-330 ms on 2 cores, so 15 s is far
+ * beyond any sane query; a read past 100M rows fails as soon as it passes the limit (a 100k limit
+ * over 1.5M rows failed after 81 ms) rather than after a 15 s timeout. Memory stays low (streaming
+ * aggregation, ORDER BY ... LIMIT); 2 GiB only stops a runaway.
+ */
+export const QUERY_SETTINGS: ClickHouseSettings = Object.freeze({
+  max_execution_time: 15,
+  timeout_overflow_mode: 'throw',
+  max_rows_to_read: '100000000',
+  read_overflow_mode: 'throw',
+  max_memory_usage: '2147483648',
+});
+
+export interface Scope {
+  orgId: string;
+  surveyIds: string[] | '*';
+  filtersBool: 'AND' | 'OR';
+  filters: readonly FilterNode[];
+  range?: { start?: string; end?: string };
+}
+
+const DT = "DateTime64(6, 'UTC')";
+
+/**
+ * The WHERE expression (without the keyword): org first, then surveys, the created_at window,
+ * then the filters joined by filtersBool in parentheses. Range bounds are inclusive DateTime64
+ * texts ('YYYY-MM-DD HH:MM:SS.ffffff', as rangeSchema produces them).
+ */
+export function compileScope(scope: Scope, bag: ParamBag): string {
+  const parts = [`org_id = ${bag.add(scope.orgId, 'UUID')}`];
+  if (scope.surveyIds !== '*') parts.push(`survey_id IN ${bag.add(scope.surveyIds, 'Array(UUID)')}`);
+  if (scope.range?.start !== undefined) parts.push(`created_at >= ${bag.add(scope.range.start, DT)}`);
+  if (scope.range?.end !== undefined) parts.push(`created_at <= ${bag.add(scope.range.end, DT)}`);
+  if (scope.filters.length > 0) {
+    const joiner = scope.filtersBool === 'OR' ? ' OR ' : ' AND ';
+    parts.push(`(${scope.filters.map((f) => compileFilter(f, bag)).join(joiner)})`);
+  }
+  return parts.join(' AND ');
+}
+
+export function compileFilter(node: FilterNode, bag: ParamBag): string {
+  // null / not_null have a natural negative form; every other negation wraps its positive twin.
+  if (node.kind === 'language' && node.op === 'null') return node.negate ? `language != ''` : `language = ''`;
+  if (node.kind === 'hidden_field' && node.op === 'null') {
+    const has = `has(hf_keys, ${bag.add(node.key, 'String')})`;
+    return node.negate ? has : `NOT ${has}`;
+  }
+  const positive = positiveExpr(node, bag);
+  return node.negate ? `NOT (${positive})` : positive;
+}
+
+function positiveExpr(node: FilterNode, bag: ParamBag): string {
+  switch (node.kind) {
+    case 'respondent_id':
+    case 'channel_id':
+      return node.op === 'eq'
+        ? `${node.kind} = ${bag.add(node.values[0], 'UUID')}`
+        : `${node.kind} IN ${bag.add(node.values, 'Array(UUID)')}`;
+    case 'respondent_segments':
+      return node.op === 'eq'
+        ? `has(group_ids, ${bag.add(node.values[0], 'UUID')})`
+        : `hasAny(group_ids, ${bag.add(node.values, 'Array(UUID)')})`;
+    case 'respondent_alias':
+      switch (node.op) {
+        case 'eq': return `has(respondent_aliases, ${bag.add(node.values[0], 'String')})`;
+        case 'in': return `hasAny(respondent_aliases, ${bag.add(node.values, 'Array(String)')})`;
+        case 'contains': return `arrayExists(a -> positionCaseInsensitiveUTF8(a, ${bag.add(node.values[0], 'String')}) > 0, respondent_aliases)`;
+      }
+      break;
+    case 'raw':
+      // answer_text is stored lower-cased with the same JS toLowerCase, so a plain substring
+      // search of the lower-cased keyword is case-insensitive on both sides alike.
+      return `position(answer_text, ${bag.add(node.value.toLowerCase(), 'String')}) > 0`;
+    case 'language':
+      switch (node.op) {
+        case 'null': break; // compileFilter
+        case 'eq': return `language = ${bag.add(node.values[0], 'String')}`;
+        case 'in': return `language IN ${bag.add(node.values, 'Array(String)')}`;
+      }
+      break;
+    case 'completion':
+      return node.op === 'eq'
+        ? `completion = ${bag.add(node.values[0], 'String')}`
+        : `completion IN ${bag.add(node.values, 'Array(String)')}`;
+    case 'hidden_field':
+      return hiddenFieldExpr(node, bag);
+  }
+  throw new Error(`unreachable filter node ${JSON.stringify(node)}`);
+}
+
+// Hidden-field entries are parallel arrays; t: 0 string (hf_strings), 1 bool (hf_bools), 2 number (hf_numbers).
+type Branch = { t: 0 | 1 | 2; cond: string };
+const ARRAY_OF: Record<Branch['t'], { arg: string; column: string }> = {
+  0: { arg: 's', column: 'hf_strings' },
+  1: { arg: 'b', column: 'hf_bools' },
+  2: { arg: 'n', column: 'hf_numbers' },
+};
+
+/** arrayExists over the entries with that key (a placeholder) whose typed value satisfies one of the branches. */
+function entryExists(keyParam: string, branches: Branch[]): string {
+  const types = [...new Set(branches.map((b) => b.t))].sort();
+  const args = ['k', 't', ...types.map((t) => ARRAY_OF[t].arg)];
+  const columns = ['hf_keys', 'hf_types', ...types.map((t) => ARRAY_OF[t].column)];
+  const conds = branches.map((b) => `(t = ${b.t} AND ${b.cond})`).join(' OR ');
+  return `arrayExists((${args.join(', ')}) -> k = ${keyParam} AND (${conds}), ${columns.join(', ')})`;
+}
+
+const NUMERIC = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
+
+/** A scalar read as a number, when it is one (numbers, numeric strings). */
+export function scalarAsNumber(x: Scalar): number | undefined {
+  if (typeof x === 'number') return x;
+  if (typeof x === 'string' && NUMERIC.test(x)) {
+    const n = Number(x);
+    return Number.isFinite(n) ? n : undefined;
+  }
+  return undefined;
+}
+
+/** A scalar read as a boolean, when it is one (booleans, "true"/"false"). */
+export function scalarAsBool(x: Scalar): boolean | undefined {
+  if (typeof x === 'boolean') return x;
+  return x === 'true' ? true : x === 'false' ? false : undefined;
+}
+
+export const scalarAsText = (x: Scalar): string => (typeof x === 'string' ? x : String(x));
+
+function hiddenFieldExpr(node: Extract<FilterNode, { kind: 'hidden_field' }>, bag: ParamBag): string {
+  const key = bag.add(node.key, 'String');
+  switch (node.op) {
+    case 'null':
+      throw new Error('compileFilter handles null');
+    case 'eq':
+    case 'in': {
+      const texts = node.values.map(scalarAsText);
+      const numbers = node.values.map(scalarAsNumber).filter((n): n is number => n !== undefined);
+      const bools = node.values.map(scalarAsBool).filter((b): b is boolean => b !== undefined);
+      const one = node.op === 'eq';
+      const branches: Branch[] = [{ t: 0, cond: one ? `s = ${bag.add(texts[0], 'String')}` : `has(${bag.add(texts, 'Array(String)')}, s)` }];
+      if (numbers.length) branches.push({ t: 2, cond: one ? `n = ${bag.add(numbers[0], 'Float64')}` : `has(${bag.add(numbers, 'Array(Float64)')}, n)` });
+      if (bools.length) branches.push({ t: 1, cond: one ? `b = ${bag.add(bools[0], 'Bool')}` : `has(${bag.add([...new Set(bools)], 'Array(Bool)')}, b)` });
+      return entryExists(key, branches);
+    }
+    case 'contains':
+      return entryExists(key, [{ t: 0, cond: `positionCaseInsensitiveUTF8(s, ${bag.add(node.value, 'String')}) > 0` }]);
+    case 'gt':
+    case 'lt': {
+      const cmp = node.op === 'gt' ? '>' : '<';
+      const branches: Branch[] = [{ t: 0, cond: `s ${cmp} ${bag.add(scalarAsText(node.value), 'String')}` }];
+      const n = scalarAsNumber(node.value);
+      if (n !== undefined) branches.push({ t: 2, cond: `n ${cmp} ${bag.add(n, 'Float64')}` });
+      return entryExists(key, branches);
+    }
+    case 'before':
+    case 'after': {
+      const cmp = node.op === 'before' ? '<' : '>';
+      // Only entries that look like an ISO date take part; the pattern is a constant, not input.
+      const cond = `match(s, '${ISO_DATE_PREFIX}') AND ifNull(parseDateTime64BestEffortOrNull(s, 6, 'UTC') ${cmp} ${bag.add(node.value, DT)}, false)`;
+      return entryExists(key, [{ t: 0, cond }]);
+    }
+  }
+}
+
+/** RE2 pattern inside a SQL string literal: `^\\d{4}-\\d{2}-\\d{2}` reads as ^\d{4}-\d{2}-\d{2}. */
+const ISO_DATE_PREFIX = '^\\\\d{4}-\\\\d{2}-\\\\d{2}';
+
+export interface CompiledSearch {
+  /** One page of `doc`s, newest first. */
+  readonly page: CompiledQuery;
+  /** `total` = number of matching responses. */
+  readonly count: CompiledQuery;
+}
+
+/** Search = a page query and a count query over the same scope (run side by side; see search.ts). */
+export function compileSearch(scope: Scope, size: number, offset: number): CompiledSearch {
+  const pageBag = new ParamBag();
+  const pageWhere = compileScope(scope, pageBag);
+  const page = compiled(
+    `SELECT doc FROM survey_responses FINAL WHERE ${pageWhere} ORDER BY created_at DESC, id DESC ` +
+      `LIMIT ${pageBag.add(size, 'UInt32')} OFFSET ${pageBag.add(offset, 'UInt32')}`,
+    pageBag,
+  );
+  const countBag = new ParamBag();
+  const count = compiled(
+    `SELECT count() AS total FROM survey_responses FINAL WHERE ${compileScope(scope, countBag)}`,
+    countBag,
+  );
+  return Object.freeze({ page, count });
+}

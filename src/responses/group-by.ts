@@ -1,0 +1,151 @@
+/**
+ * `group_by` of the aggregation endpoint: the request schema, the closed union of rule nodes, and
+ * the SQL key expression of each level (one GROUP BY column per rule).
+ *
+ * Every key expression yields NULL for "this response has no value at this level" (no ended_at,
+ * no entry for the hidden field or question, an empty end_reason, a date outside the series), so
+ * that the response still counts in its parent bucket but in no bucket of this level.
+ */
+import * as v from 'valibot';
+import type { ParamBag } from '../clickhouse/sql.ts';
+import { MICROS_PER_DAY, MICROS_PER_HOUR, MIN_INTERVALS, formatDbMicros, type HistogramPlan, type MinInterval } from './histogram.ts';
+
+export const MAX_GROUP_BY_LEVELS = 3;
+export const MAX_HISTOGRAM_BUCKETS = 100;
+/** Non-date levels return at most this many buckets per parent (largest first); the rest is `other_doc_count`. */
+export const MAX_TERMS_BUCKETS = 100;
+
+/** API date field -> column (allow-list). `last_activity_at` is the time of the last answer. */
+export const DATE_FIELD_COLUMNS = {
+  created_at: 'created_at',
+  ended_at: 'ended_at',
+  last_activity_at: 'last_answer_at',
+} as const;
+export type DateField = keyof typeof DATE_FIELD_COLUMNS;
+const DATE_FIELDS = Object.keys(DATE_FIELD_COLUMNS) as DateField[];
+
+export const GROUP_BY_FIELDS = [...DATE_FIELDS, 'completion', 'survey_id', 'end_reason', 'hidden_field', 'answer'] as const;
+
+export type GroupByRule =
+  | { readonly kind: 'date'; readonly field: DateField; readonly minInterval: MinInterval; readonly buckets: number }
+  | { readonly kind: 'completion'; readonly field: 'completion' }
+  | { readonly kind: 'survey_id'; readonly field: 'survey_id' }
+  | { readonly kind: 'end_reason'; readonly field: 'end_reason' }
+  | { readonly kind: 'hidden_field'; readonly field: 'hidden_field'; readonly key: string }
+  | { readonly kind: 'answer'; readonly field: 'answer'; readonly questionId: string };
+
+export type DateRule = Extract<GroupByRule, { kind: 'date' }>;
+
+const nonEmptyName = (name: string) =>
+  v.pipe(v.string(`${name} must be a string`), v.minLength(1, `${name} must not be empty`), v.maxLength(255, `${name} is at most 255 characters`));
+
+const bucketsMessage = `date_histogram_buckets must be an integer from 1 to ${MAX_HISTOGRAM_BUCKETS}`;
+
+const dateRuleSchema = v.pipe(
+  v.object({
+    field: v.picklist(DATE_FIELDS),
+    date_histogram_min_interval: v.picklist(MIN_INTERVALS, `date_histogram_min_interval must be one of ${MIN_INTERVALS.join(', ')}`),
+    date_histogram_buckets: v.pipe(
+      v.number(bucketsMessage), v.integer(bucketsMessage), v.minValue(1, bucketsMessage), v.maxValue(MAX_HISTOGRAM_BUCKETS, bucketsMessage),
+    ),
+  }),
+  v.transform((r): GroupByRule => ({ kind: 'date', field: r.field, minInterval: r.date_histogram_min_interval, buckets: r.date_histogram_buckets })),
+);
+
+const plainRule = <F extends 'completion' | 'survey_id' | 'end_reason'>(field: F) =>
+  v.pipe(v.object({ field: v.literal(field) }), v.transform((): GroupByRule => ({ kind: field, field }) as GroupByRule));
+
+const hiddenFieldRuleSchema = v.pipe(
+  v.object({ field: v.literal('hidden_field'), hidden_field_key: nonEmptyName('hidden_field_key') }),
+  v.transform((r): GroupByRule => ({ kind: 'hidden_field', field: 'hidden_field', key: r.hidden_field_key })),
+);
+
+const answerRuleSchema = v.pipe(
+  v.object({ field: v.literal('answer'), question_id: nonEmptyName('question_id') }),
+  v.transform((r): GroupByRule => ({ kind: 'answer', field: 'answer', questionId: r.question_id })),
+);
+
+/** One rule; the `field` picks the variant, so a bad field is one issue at `group_by[i].field`. */
+export const groupByRuleSchema = v.variant(
+  'field',
+  [dateRuleSchema, plainRule('completion'), plainRule('survey_id'), plainRule('end_reason'), hiddenFieldRuleSchema, answerRuleSchema],
+  `each group_by rule is an object whose field is one of ${GROUP_BY_FIELDS.join(', ')}`,
+);
+
+export const groupBySchema = v.pipe(
+  v.array(groupByRuleSchema, 'group_by must be an array of grouping rules'),
+  v.minLength(1, 'group_by needs at least one rule'),
+  v.maxLength(MAX_GROUP_BY_LEVELS, `group_by has at most ${MAX_GROUP_BY_LEVELS} rules (nesting levels)`),
+);
+
+// --- SQL key expression per level ------------------------------------------------------------------
+
+/** Whether a response may fall in several buckets of this level (several entries for the key). */
+export function isMultiValued(rule: GroupByRule): boolean {
+  return rule.kind === 'hidden_field' || rule.kind === 'answer';
+}
+
+/**
+ * The GROUP BY expression of one level. Date levels need their series plan (computed from the
+ * range or the data bounds) and yield the bucket index; the others yield the bucket key as text.
+ */
+export function levelKeySql(rule: GroupByRule, plan: HistogramPlan | undefined, bag: ParamBag, level: number): string {
+  // Names for sub-expressions used twice; unique per level, made of code only.
+  const alias = `level${level}`;
+  switch (rule.kind) {
+    case 'date':
+      if (!plan) throw new Error(`no histogram plan for ${rule.field}`);
+      return bucketIndexSql(DATE_FIELD_COLUMNS[rule.field], plan, bag, alias);
+    case 'completion':
+      return 'toString(completion)';
+    case 'survey_id':
+      return 'toString(survey_id)';
+    case 'end_reason':
+      // "" while the response is active: such a response has no end reason to count.
+      return 'if(empty(end_reason), NULL, toString(end_reason))';
+    case 'hidden_field':
+      return eachDistinctOrNull(hiddenFieldValuesSql(bag.add(rule.key, 'String')), alias, level);
+    case 'answer':
+      return eachDistinctOrNull(`arrayFilter((v, q) -> q = ${bag.add(rule.questionId, 'String')}, ans_values, ans_question_ids)`, alias, level);
+  }
+}
+
+/**
+ * One row per distinct value (a multi-valued response counts once in each of its values), or one
+ * NULL row when there is none, so that the response is not lost from its parent buckets.
+ * The level number rides along in a tuple: the engine merges identical arrayJoin expressions into
+ * one (zipping instead of multiplying), which would break the same rule given twice (a
+ * co-occurrence matrix of one question's answers).
+ */
+function eachDistinctOrNull(valuesSql: string, alias: string, level: number): string {
+  const values = `if(empty(arrayDistinct(${valuesSql}) AS ${alias}_values), [NULL], CAST(${alias}_values, 'Array(Nullable(String))'))`;
+  return `tupleElement(arrayJoin(arrayMap(v -> (v, ${level}), ${values})), 1)`;
+}
+
+/**
+ * The values, as text, of the hidden-field entries with key `keyPlaceholder` (a parameter): string
+ * as is, bool as true/false, number as ClickHouse prints a Float64 (3, 2.5). Shared with the
+ * summary's `supports`.
+ */
+export function hiddenFieldValuesSql(keyPlaceholder: string): string {
+  return `arrayFilter((v, k) -> k = ${keyPlaceholder}, arrayMap((t, s, b, n) -> multiIf(t = 0, s, t = 1, if(b, 'true', 'false'), toString(n)), hf_types, hf_strings, hf_bools, hf_numbers), hf_keys)`;
+}
+
+/**
+ * The 0-based bucket of the column in the plan's series, NULL outside it (or when the column is
+ * NULL). Same arithmetic as `bucketIndex` in histogram.ts: fixed steps for hour/day; for months the
+ * whole-month distance, one step back when the clamped bucket start (addMonths clamps the day
+ * like histogram.ts does) is later than the value.
+ */
+function bucketIndexSql(column: string, plan: HistogramPlan, bag: ParamBag, alias: string): string {
+  const start = bag.add(formatDbMicros(plan.start), "DateTime64(6, 'UTC')");
+  const boundary = bag.add(formatDbMicros(plan.boundary), "DateTime64(6, 'UTC')");
+  const inSeries = `${column} >= ${start} AND ${column} < ${boundary}`;
+  if (plan.unit === 'month') {
+    const k = bag.add(plan.k, 'UInt32');
+    const steps = `intDiv(toRelativeMonthNum(${column}) - toRelativeMonthNum(${start}), ${k}) AS ${alias}_steps`;
+    return `if(${inSeries}, (${steps}) - (${column} < addMonths(${start}, ${alias}_steps * ${k})), NULL)`;
+  }
+  const step = bag.add((BigInt(plan.k) * (plan.unit === 'hour' ? MICROS_PER_HOUR : MICROS_PER_DAY)).toString(), 'Int64');
+  return `if(${inSeries}, intDiv(toUnixTimestamp64Micro(${column}) - toUnixTimestamp64Micro(${start}), ${step}), NULL)`;
+}

@@ -1,0 +1,162 @@
+/**
+ * SEARCH /1.0/survey/<survey_ids>/response/summary: NPS / CSAT / CES, completion, end reasons,
+ * languages and supports of the responses in scope, in ONE query (per-row arrays, -Map/-If
+ * aggregates), plus the polling cache shared with the aggregation endpoint.
+ *
+ * Decisions (where the spec is silent):
+ * - Scores come from answer entries (not responses): a response with two NPS answers counts twice.
+ *   Only whole numbers on the scale count (NPS 0..10, CSAT 1..5, CES 1..7); anything else (7.5, 11,
+ *   no number) is ignored.
+ * - `nps_details` has the keys "0".."10" (decisions.md: NPS is 0..10, so "0" is added to the
+ *   spec's 1..10); `csat_details` "1".."5"; `ces_details` "1".."7"; zero counts included.
+ * - Averages and `nps_score` are rounded to 2 decimals, half away from zero, computed exactly from
+ *   the integer counts. With no scored answer an average is null, and so is `nps_score` (0 would
+ *   claim a neutral score that nobody gave).
+ * - `end_reasons` leaves out "" (active responses have no end reason); `languages` leaves out "".
+ *   `supports` counts responses per value of their hidden field `support` (a response listing two
+ *   values counts once in each). Object keys are sorted.
+ * - The body is the scope part of the search body; `size` and `offset` are ignored (a dashboard
+ *   may send the search body as is).
+ */
+import type { ClickHouseClient } from '@clickhouse/client';
+import { clickHouseHttpError } from '../clickhouse/errors.ts';
+import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
+import { parseOrThrow } from '../server/errors.ts';
+import { QUERY_SETTINGS, compileScope, type Scope } from './compile.ts';
+import { runDashboardQuery } from '../clickhouse/result-cache.ts';
+import { COMPLETION_VALUES, parseSurveyIds, queryScopeSchema } from './filters.ts';
+import { hiddenFieldValuesSql } from './group-by.ts';
+
+// --- the summary -----------------------------------------------------------------------------------
+
+export const SCALES = {
+  nps: { min: 0, max: 10 },
+  csat: { min: 1, max: 5 },
+  ces: { min: 1, max: 7 },
+} as const;
+type ScaleName = keyof typeof SCALES;
+
+export interface Summary {
+  ces_avg: number | null;
+  ces_details: Record<string, number>;
+  csat_avg: number | null;
+  csat_details: Record<string, number>;
+  nps_details: Record<string, number>;
+  nps_groups: { detractor: number; neutral: number; promotor: number; total: number };
+  nps_score: number | null;
+  completion: Record<string, number>;
+  end_reasons: Record<string, number>;
+  languages: Record<string, number>;
+  supports: Record<string, number>;
+}
+
+/** The engine row. Aliases end in `_counts` so that none shadows a column in WHERE (ClickHouse resolves aliases there). */
+export interface SummaryRow {
+  nps_counts: Record<string, number | string>;
+  csat_counts: Record<string, number | string>;
+  ces_counts: Record<string, number | string>;
+  completion_counts: Record<string, number | string>;
+  end_reason_counts: Record<string, number | string>;
+  language_counts: Record<string, number | string>;
+  support_counts: Record<string, number | string>;
+}
+
+/** Each value counted once per occurrence: value (text) -> count, summed over the responses. */
+const countValues = (valuesSql: string, name: string) =>
+  `sumMap(mapFromArrays(${valuesSql} AS ${name}_values, arrayMap(x -> toUInt64(1), ${name}_values))) AS ${name}`;
+
+/** The whole-number scores of answers of that cta_type on the scale, as text keys ("0".."10"). */
+function scoresSql(scale: ScaleName, bag: ParamBag): string {
+  const cta = bag.add(scale, 'String');
+  const min = bag.add(SCALES[scale].min, 'Float64');
+  const max = bag.add(SCALES[scale].max, 'Float64');
+  const onScale = `arrayFilter((s, c) -> ifNull(c = ${cta} AND s >= ${min} AND s <= ${max} AND s = floor(s), false), ans_scores, ans_cta_types)`;
+  return `arrayMap(s -> toString(toInt64(assumeNotNull(s))), ${onScale})`;
+}
+
+export function compileSummary(scope: Scope): CompiledQuery {
+  const bag = new ParamBag();
+  const where = compileScope(scope, bag);
+  const columns = [
+    countValues(scoresSql('nps', bag), 'nps_counts'),
+    countValues(scoresSql('csat', bag), 'csat_counts'),
+    countValues(scoresSql('ces', bag), 'ces_counts'),
+    `sumMap(map(toString(completion), toUInt64(1))) AS completion_counts`,
+    `sumMapIf(map(toString(end_reason), toUInt64(1)), notEmpty(end_reason)) AS end_reason_counts`,
+    `sumMapIf(map(toString(language), toUInt64(1)), notEmpty(language)) AS language_counts`,
+    countValues(`arrayDistinct(${hiddenFieldValuesSql(bag.add('support', 'String'))})`, 'support_counts'),
+  ];
+  return compiled(`SELECT ${columns.join(', ')} FROM survey_responses FINAL WHERE ${where}`, bag);
+}
+
+/** The engine row -> the summary object. Pure. */
+export function shapeSummary(row: SummaryRow | undefined): Summary {
+  const details = (scale: ScaleName) => {
+    const found = row?.[`${scale}_counts`] ?? {};
+    const out: Record<string, number> = {};
+    for (let s = SCALES[scale].min; s <= SCALES[scale].max; s++) out[String(s)] = Number(found[String(s)] ?? 0);
+    return out;
+  };
+  const nps = details('nps');
+  const csat = details('csat');
+  const ces = details('ces');
+  const sumRange = (d: Record<string, number>, from: number, to: number) => {
+    let n = 0;
+    for (let s = from; s <= to; s++) n += d[String(s)];
+    return n;
+  };
+  const detractor = sumRange(nps, 0, 6);
+  const neutral = sumRange(nps, 7, 8);
+  const promotor = sumRange(nps, 9, 10);
+  const total = detractor + neutral + promotor;
+  const completion: Record<string, number> = {};
+  for (const c of COMPLETION_VALUES) completion[c] = Number(row?.completion_counts?.[c] ?? 0);
+  return {
+    ces_avg: average(ces),
+    ces_details: ces,
+    csat_avg: average(csat),
+    csat_details: csat,
+    nps_details: nps,
+    nps_groups: { detractor, neutral, promotor, total },
+    nps_score: total === 0 ? null : roundRatio((promotor - detractor) * 100, total),
+    completion,
+    end_reasons: counts(row?.end_reason_counts),
+    languages: counts(row?.language_counts),
+    supports: counts(row?.support_counts),
+  };
+}
+
+function average(details: Record<string, number>): number | null {
+  let sum = 0;
+  let n = 0;
+  for (const [score, count] of Object.entries(details)) {
+    sum += Number(score) * count;
+    n += count;
+  }
+  return n === 0 ? null : roundRatio(sum, n);
+}
+
+/**
+ * num / den rounded to 2 decimals, half away from zero, in integers (no float drift: 2/3 -> 0.67,
+ * -1/8 -> -0.13). num and den are integers, den > 0.
+ */
+export function roundRatio(num: number, den: number): number {
+  const scaled = Math.floor((2 * Math.abs(num) * 100 + den) / (2 * den));
+  const value = (Math.sign(num) * scaled) / 100;
+  return value === 0 ? 0 : value; // never -0
+}
+
+function counts(found: Record<string, number | string> | undefined): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const key of Object.keys(found ?? {}).sort()) out[key] = Number(found![key]);
+  return out;
+}
+
+/** SEARCH /1.0/survey/<survey_ids>/response/summary */
+export async function summarize(client: ClickHouseClient, orgId: string, surveyIdsParam: string, body: unknown): Promise<Summary> {
+  const surveyIds = parseSurveyIds(surveyIdsParam);
+  const parsed = parseOrThrow(queryScopeSchema, body ?? {});
+  const scope: Scope = { orgId, surveyIds, filtersBool: parsed.filters_bool, filters: parsed.filters, range: parsed.range };
+  const [row] = await runDashboardQuery<SummaryRow>(client, compileSummary(scope), QUERY_SETTINGS);
+  return shapeSummary(row);
+}

@@ -1,0 +1,326 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import * as v from 'valibot';
+import { ParamBag } from '../../src/clickhouse/sql.ts';
+import { HttpError, parseOrThrow } from '../../src/server/errors.ts';
+import { compileScope, compileSearch } from '../../src/responses/compile.ts';
+import {
+  HIDDEN_FIELD_OPERATORS, OPERATORS, RESPONSE_KEY_OPERATORS, parseSurveyIds, queryScopeSchema, searchBodySchema,
+  type FilterNode, type Operator,
+} from '../../src/responses/filters.ts';
+
+const ORG = '0f0f0f0f-0000-4000-8000-000000000001';
+const U1 = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa';
+const U2 = 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb';
+
+function parseFilters(filters: unknown[], filtersBool?: string): FilterNode[] {
+  return parseOrThrow(queryScopeSchema, { filters, filters_bool: filtersBool }).filters;
+}
+
+/** Compiles one filter in an org-only scope: returns the filter's SQL and the params after p0 (org). */
+function compileOne(filter: Record<string, unknown>) {
+  const bag = new ParamBag();
+  const where = compileScope({ orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: parseFilters([filter]) }, bag);
+  const prefix = 'org_id = {p0:UUID} AND (';
+  expect(where.startsWith(prefix), where).to.equal(true);
+  const { p0, ...rest } = bag.toParams();
+  expect(p0).to.equal(ORG);
+  return { sql: where.slice(prefix.length, -1), params: rest };
+}
+
+function badRequestOf(fn: () => unknown): HttpError {
+  try {
+    fn();
+  } catch (e) {
+    expect(e).to.be.instanceOf(HttpError);
+    expect((e as HttpError).status).to.equal(400);
+    return e as HttpError;
+  }
+  throw new Error('expected a 400');
+}
+
+type Case = [filter: Record<string, unknown>, sql: string, params: Record<string, unknown>];
+const r = (key: string, operator: string, arg?: { value?: unknown; values?: unknown[] }) => ({ type: 'response', key, operator, ...arg });
+const hf = (key: string, operator: string, arg?: { value?: unknown; values?: unknown[] }) => ({ type: 'response.hidden_field', key, operator, ...arg });
+
+const ARR_S = (arrays: string) => arrays; // readability only
+
+const cases: Case[] = [
+  // respondent_id / channel_id: UUID columns
+  ...(['respondent_id', 'channel_id'] as const).flatMap((k): Case[] => [
+    [r(k, 'eq', { value: U1 }), `${k} = {p1:UUID}`, { p1: U1 }],
+    [r(k, 'neq', { value: U1.toUpperCase() }), `NOT (${k} = {p1:UUID})`, { p1: U1 }],
+    [r(k, 'in', { values: [U1, U2] }), `${k} IN {p1:Array(UUID)}`, { p1: [U1, U2] }],
+    [r(k, 'not_in', { values: [U1] }), `NOT (${k} IN {p1:Array(UUID)})`, { p1: [U1] }],
+  ]),
+  // respondent_segments: group ids
+  [r('respondent_segments', 'eq', { value: U1 }), 'has(group_ids, {p1:UUID})', { p1: U1 }],
+  [r('respondent_segments', 'neq', { value: U1 }), 'NOT (has(group_ids, {p1:UUID}))', { p1: U1 }],
+  [r('respondent_segments', 'in', { values: [U1, U2] }), 'hasAny(group_ids, {p1:Array(UUID)})', { p1: [U1, U2] }],
+  [r('respondent_segments', 'not_in', { values: [U2] }), 'NOT (hasAny(group_ids, {p1:Array(UUID)}))', { p1: [U2] }],
+  // respondent_alias (and its plural spelling)
+  [r('respondent_alias', 'eq', { value: 'Bob@x.io' }), 'has(respondent_aliases, {p1:String})', { p1: 'Bob@x.io' }],
+  [r('respondent_aliases', 'neq', { value: 'bob' }), 'NOT (has(respondent_aliases, {p1:String}))', { p1: 'bob' }],
+  [r('respondent_alias', 'in', { values: ['a', 'b'] }), 'hasAny(respondent_aliases, {p1:Array(String)})', { p1: ['a', 'b'] }],
+  [r('respondent_alias', 'not_in', { values: ['a'] }), 'NOT (hasAny(respondent_aliases, {p1:Array(String)}))', { p1: ['a'] }],
+  [r('respondent_alias', 'contains', { value: 'BoB' }), 'arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, respondent_aliases)', { p1: 'BoB' }],
+  [r('respondent_alias', 'not_contains', { value: 'x' }), 'NOT (arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, respondent_aliases))', { p1: 'x' }],
+  // raw: the keyword is lower-cased like answer_text
+  [r('raw', 'contains', { value: 'Great Product' }), 'position(answer_text, {p1:String}) > 0', { p1: 'great product' }],
+  [r('raw', 'not_contains', { value: 'BAD' }), 'NOT (position(answer_text, {p1:String}) > 0)', { p1: 'bad' }],
+  // language
+  [r('language', 'eq', { value: 'fr' }), 'language = {p1:String}', { p1: 'fr' }],
+  [r('language', 'neq', { value: 'fr' }), 'NOT (language = {p1:String})', { p1: 'fr' }],
+  [r('language', 'in', { values: ['fr', 'en'] }), 'language IN {p1:Array(String)}', { p1: ['fr', 'en'] }],
+  [r('language', 'not_in', { values: ['fr'] }), 'NOT (language IN {p1:Array(String)})', { p1: ['fr'] }],
+  [r('language', 'null'), "language = ''", {}],
+  [r('language', 'not_null'), "language != ''", {}],
+  // completion
+  [r('completion', 'eq', { value: 'fully_completed' }), 'completion = {p1:String}', { p1: 'fully_completed' }],
+  [r('completion', 'neq', { value: 'not_started' }), 'NOT (completion = {p1:String})', { p1: 'not_started' }],
+  [r('completion', 'in', { values: ['not_started', 'partially_completed'] }), 'completion IN {p1:Array(String)}', { p1: ['not_started', 'partially_completed'] }],
+  [r('completion', 'not_in', { values: ['fully_completed'] }), 'NOT (completion IN {p1:Array(String)})', { p1: ['fully_completed'] }],
+  // hidden fields: typed by the stored entry
+  [hf('os', 'eq', { value: 'Linux' }), 'arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND s = {p2:String})), hf_keys, hf_types, hf_strings)', { p1: 'os', p2: 'Linux' }],
+  [hf('age', 'eq', { value: 30 }), ARR_S('arrayExists((k, t, s, n) -> k = {p1:String} AND ((t = 0 AND s = {p2:String}) OR (t = 2 AND n = {p3:Float64})), hf_keys, hf_types, hf_strings, hf_numbers)'), { p1: 'age', p2: '30', p3: 30 }],
+  [hf('age', 'eq', { value: '30.5' }), 'arrayExists((k, t, s, n) -> k = {p1:String} AND ((t = 0 AND s = {p2:String}) OR (t = 2 AND n = {p3:Float64})), hf_keys, hf_types, hf_strings, hf_numbers)', { p1: 'age', p2: '30.5', p3: 30.5 }],
+  [hf('logged_in', 'eq', { value: true }), 'arrayExists((k, t, s, b) -> k = {p1:String} AND ((t = 0 AND s = {p2:String}) OR (t = 1 AND b = {p3:Bool})), hf_keys, hf_types, hf_strings, hf_bools)', { p1: 'logged_in', p2: 'true', p3: true }],
+  [hf('os', 'neq', { value: 'Linux' }), 'NOT (arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND s = {p2:String})), hf_keys, hf_types, hf_strings))', { p1: 'os', p2: 'Linux' }],
+  [hf('x', 'in', { values: ['a', 2, false] }), 'arrayExists((k, t, s, b, n) -> k = {p1:String} AND ((t = 0 AND has({p2:Array(String)}, s)) OR (t = 2 AND has({p3:Array(Float64)}, n)) OR (t = 1 AND has({p4:Array(Bool)}, b))), hf_keys, hf_types, hf_strings, hf_bools, hf_numbers)', { p1: 'x', p2: ['a', '2', 'false'], p3: [2], p4: [false] }],
+  [hf('os', 'not_in', { values: ['Linux', 'Mac'] }), 'NOT (arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND has({p2:Array(String)}, s))), hf_keys, hf_types, hf_strings))', { p1: 'os', p2: ['Linux', 'Mac'] }],
+  [hf('os', 'null'), 'NOT has(hf_keys, {p1:String})', { p1: 'os' }],
+  [hf('os', 'not_null'), 'has(hf_keys, {p1:String})', { p1: 'os' }],
+  [hf('page_title', 'contains', { value: 'Pricing' }), 'arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND positionCaseInsensitiveUTF8(s, {p2:String}) > 0)), hf_keys, hf_types, hf_strings)', { p1: 'page_title', p2: 'Pricing' }],
+  [hf('page_title', 'not_contains', { value: 'x' }), 'NOT (arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND positionCaseInsensitiveUTF8(s, {p2:String}) > 0)), hf_keys, hf_types, hf_strings))', { p1: 'page_title', p2: 'x' }],
+  [hf('version', 'gt', { value: '2.0' }), 'arrayExists((k, t, s, n) -> k = {p1:String} AND ((t = 0 AND s > {p2:String}) OR (t = 2 AND n > {p3:Float64})), hf_keys, hf_types, hf_strings, hf_numbers)', { p1: 'version', p2: '2.0', p3: 2 }],
+  [hf('name', 'gt', { value: 'm' }), 'arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND s > {p2:String})), hf_keys, hf_types, hf_strings)', { p1: 'name', p2: 'm' }],
+  [hf('age', 'lt', { value: 18 }), 'arrayExists((k, t, s, n) -> k = {p1:String} AND ((t = 0 AND s < {p2:String}) OR (t = 2 AND n < {p3:Float64})), hf_keys, hf_types, hf_strings, hf_numbers)', { p1: 'age', p2: '18', p3: 18 }],
+  [hf('signup', 'before', { value: '2024-01-02T03:04:05.123456+01:00' }), "arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND match(s, '^\\\\d{4}-\\\\d{2}-\\\\d{2}') AND ifNull(parseDateTime64BestEffortOrNull(s, 6, 'UTC') < {p2:DateTime64(6, 'UTC')}, false))), hf_keys, hf_types, hf_strings)", { p1: 'signup', p2: '2024-01-02 02:04:05.123456' }],
+  [hf('signup', 'after', { value: '2024-01-02' }), "arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND match(s, '^\\\\d{4}-\\\\d{2}-\\\\d{2}') AND ifNull(parseDateTime64BestEffortOrNull(s, 6, 'UTC') > {p2:DateTime64(6, 'UTC')}, false))), hf_keys, hf_types, hf_strings)", { p1: 'signup', p2: '2024-01-02 00:00:00.000000' }],
+];
+
+describe('responses: filter compiler', () => {
+  describe('every key × accepted operator', () => {
+    for (const [filter, sql, params] of cases) {
+      it(`${filter.type === 'response' ? '' : 'hidden '}${filter.key} ${filter.operator} ${JSON.stringify(filter.value ?? filter.values ?? '')}`, () => {
+        const out = compileOne(filter);
+        expect(out.sql).to.equal(sql);
+        expect(out.params).to.deep.equal(params);
+      });
+    }
+
+    it('the table above covers every accepted pair', () => {
+      const covered = new Set(cases.map(([f]) => `${f.type === 'response' ? (f.key === 'respondent_aliases' ? 'respondent_alias' : f.key) : '*hidden*'}/${f.operator}`));
+      const expected = [
+        ...Object.entries(RESPONSE_KEY_OPERATORS).flatMap(([k, ops]) => ops.map((op) => `${k}/${op}`)),
+        ...HIDDEN_FIELD_OPERATORS.map((op) => `*hidden*/${op}`),
+      ];
+      expect([...covered].sort()).to.deep.equal([...new Set(expected)].sort());
+    });
+  });
+
+  describe('unsupported key/operator pairs', () => {
+    const ok = r('language', 'eq', { value: 'fr' });
+    for (const [key, accepted] of Object.entries(RESPONSE_KEY_OPERATORS)) {
+      const refused = OPERATORS.filter((op) => !(accepted as readonly Operator[]).includes(op));
+      for (const op of refused) {
+        it(`${key} ${op} -> 400 naming filters[2] and listing ${accepted.join(', ')}`, () => {
+          const err = badRequestOf(() => parseFilters([ok, ok, r(key, op, { value: 'x', values: ['x'] })]));
+          expect(err.issues).to.deep.equal([
+            { path: 'filters[2].operator', message: `operator "${op}" is not supported for key "${key}"; it accepts ${accepted.join(', ')}` },
+          ]);
+        });
+      }
+    }
+
+    it('an unknown key lists the keys', () => {
+      const err = badRequestOf(() => parseFilters([r('nope', 'eq', { value: 'x' })]));
+      expect(err.issues![0].path).to.equal('filters[0].key');
+      expect(err.issues![0].message).to.contain('respondent_id, channel_id');
+    });
+
+    it('an unknown operator is a 400 on operator', () => {
+      const err = badRequestOf(() => parseFilters([r('raw', 'like', { value: 'x' })]));
+      expect(err.issues![0].path).to.equal('filters[0].operator');
+    });
+
+    it('names every bad filter, not only the first', () => {
+      const err = badRequestOf(() => parseFilters([r('raw', 'eq', { value: 'x' }), ok, hf('k', 'gt', { value: true })]));
+      expect(err.issues!.map((i) => i.path)).to.deep.equal(['filters[0].operator', 'filters[2].value']);
+    });
+  });
+
+  describe('arguments', () => {
+    const bad: Array<[string, Record<string, unknown>, string]> = [
+      ['in without values', r('language', 'in', { value: 'fr' }), 'filters[0].value'],
+      ['in with empty values', r('language', 'in', { values: [] }), 'filters[0].values'],
+      ['eq with values', r('language', 'eq', { values: ['fr'] }), 'filters[0].values'],
+      ['eq without value', r('language', 'eq'), 'filters[0].value'],
+      ['eq with null', r('language', 'eq', { value: null }), 'filters[0].value'],
+      ['null with a value', r('language', 'null', { value: 'x' }), 'filters[0].value'],
+      ['not_null with values', hf('os', 'not_null', { values: ['x'] }), 'filters[0].values'],
+      ['respondent_id not a UUID', r('respondent_id', 'eq', { value: 'abc' }), 'filters[0].value'],
+      ['channel_id list with a bad UUID', r('channel_id', 'in', { values: [U1, 'zz'] }), 'filters[0].values[1]'],
+      ['segment not a UUID', r('respondent_segments', 'in', { values: [42] }), 'filters[0].values[0]'],
+      ['completion unknown', r('completion', 'eq', { value: 'done' }), 'filters[0].value'],
+      ['raw empty', r('raw', 'contains', { value: '' }), 'filters[0].value'],
+      ['raw not a string', r('raw', 'contains', { value: 5 }), 'filters[0].value'],
+      ['alias an object', r('respondent_alias', 'eq', { value: { a: 1 } }), 'filters[0].value'],
+      ['value too long', r('respondent_alias', 'eq', { value: 'x'.repeat(1001) }), 'filters[0].value'],
+      ['hidden gt with a boolean', hf('age', 'gt', { value: true }), 'filters[0].value'],
+      ['hidden before not a date', hf('d', 'before', { value: 'yesterday' }), 'filters[0].value'],
+      ['hidden eq with an object', hf('d', 'eq', { value: [1] }), 'filters[0].value'],
+      ['hidden eq NaN-like', hf('d', 'in', { values: [null] }), 'filters[0].values[0]'],
+      ['hidden key empty', hf('', 'eq', { value: 'x' }), 'filters[0].key'],
+      ['bad type', { type: 'answer', key: 'x', operator: 'eq', value: 'x' }, 'filters[0].type'],
+    ];
+    for (const [name, filter, path] of bad) {
+      it(`${name} -> 400 at ${path}`, () => {
+        const err = badRequestOf(() => parseFilters([filter]));
+        expect(err.issues!.map((i) => i.path)).to.include(path);
+      });
+    }
+
+    it('type defaults to response', () => {
+      expect(compileOne({ key: 'language', operator: 'eq', value: 'fr' }).sql).to.equal('language = {p1:String}');
+    });
+  });
+
+  describe('injection strings only ever travel as params', () => {
+    const evil = ["'); DROP TABLE survey_responses; --", '{p0:String}', "\\'", 'x} OR 1=1 --', '`doc`', '\u0000\n\t"', 'ÄÖ 🙂'];
+    for (const s of evil) {
+      it(JSON.stringify(s), () => {
+        const filters = [
+          r('respondent_alias', 'contains', { value: s }), r('respondent_alias', 'in', { values: [s, s] }),
+          r('raw', 'contains', { value: s }), r('language', 'eq', { value: s }),
+          hf(s, 'eq', { value: s }), hf(s, 'in', { values: [s] }), hf(s, 'contains', { value: s }), hf(s, 'gt', { value: s }), hf(s, 'null'),
+        ];
+        const bag = new ParamBag();
+        const sql = compileScope({ orgId: ORG, surveyIds: [U1], filtersBool: 'OR', filters: parseFilters(filters) }, bag);
+        for (const piece of [s, s.toLowerCase(), 'DROP', 'OR 1=1'].filter((p) => p.length > 2 || p === s)) {
+          if (piece === '{p0:String}') continue; // a real placeholder of that name exists: checked below
+          expect(sql).not.to.contain(piece);
+        }
+        // Every placeholder is one the bag issued, in order.
+        const placeholders = [...sql.matchAll(/\{(p\d+):/g)].map((m) => m[1]);
+        expect(new Set(placeholders)).to.deep.equal(new Set(Object.keys(bag.toParams())));
+        expect(Object.values(bag.toParams())).to.deep.include(s);
+      });
+    }
+  });
+
+  describe('scope', () => {
+    it('org first, then surveys, the range, and the filters joined by OR in parentheses', () => {
+      const bag = new ParamBag();
+      const sql = compileScope({
+        orgId: ORG, surveyIds: [U1, U2], filtersBool: 'OR',
+        filters: parseFilters([r('language', 'eq', { value: 'fr' }), r('completion', 'eq', { value: 'not_started' })]),
+        range: { start: '2024-01-01 00:00:00.000000', end: '2024-01-31 23:59:59.999999' },
+      }, bag);
+      expect(sql).to.equal(
+        "org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND created_at >= {p2:DateTime64(6, 'UTC')} AND created_at <= {p3:DateTime64(6, 'UTC')} AND (language = {p4:String} OR completion = {p5:String})",
+      );
+      expect(bag.toParams()).to.deep.equal({ p0: ORG, p1: [U1, U2], p2: '2024-01-01 00:00:00.000000', p3: '2024-01-31 23:59:59.999999', p4: 'fr', p5: 'not_started' });
+    });
+
+    it('"*" and no filters: the org alone', () => {
+      const bag = new ParamBag();
+      expect(compileScope({ orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: [] }, bag)).to.equal('org_id = {p0:UUID}');
+    });
+
+    it('AND joins and a half-open range', () => {
+      const bag = new ParamBag();
+      const sql = compileScope({ orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: parseFilters([r('raw', 'contains', { value: 'a' }), r('raw', 'contains', { value: 'b' })]), range: { end: '2024-01-01 00:00:00.000000' } }, bag);
+      expect(sql).to.equal("org_id = {p0:UUID} AND created_at <= {p1:DateTime64(6, 'UTC')} AND (position(answer_text, {p2:String}) > 0 AND position(answer_text, {p3:String}) > 0)");
+    });
+  });
+
+  describe('search', () => {
+    it('compiles a page query and a count query over the same scope', () => {
+      const { page, count } = compileSearch({ orgId: ORG, surveyIds: [U1], filtersBool: 'AND', filters: parseFilters([r('language', 'eq', { value: 'fr' })]) }, 25, 50);
+      expect(page.sql).to.equal(
+        'SELECT doc FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) ORDER BY created_at DESC, id DESC LIMIT {p3:UInt32} OFFSET {p4:UInt32}',
+      );
+      expect(page.params).to.deep.equal({ p0: ORG, p1: [U1], p2: 'fr', p3: 25, p4: 50 });
+      expect(count.sql).to.equal('SELECT count() AS total FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String})');
+      expect(count.params).to.deep.equal({ p0: ORG, p1: [U1], p2: 'fr' });
+      expect(Object.isFrozen(page)).to.equal(true);
+      expect(Object.isFrozen(page.params)).to.equal(true);
+    });
+  });
+
+  describe('body', () => {
+    const parse = (body: unknown) => parseOrThrow(searchBodySchema, body);
+    it('defaults: AND, no filters, size 10, offset 0', () => {
+      expect(parse({})).to.deep.equal({ filters_bool: 'AND', filters: [], size: 10, offset: 0 });
+    });
+    it('accepts the edges of size and offset', () => {
+      expect(parse({ size: 0, offset: 100000 })).to.include({ size: 0, offset: 100000 });
+      expect(parse({ size: 1000 })).to.include({ size: 1000 });
+    });
+    it('offset over 100000 says to narrow the range', () => {
+      const err = badRequestOf(() => parse({ offset: 100001 }));
+      expect(err.issues![0].path).to.equal('offset');
+      expect(err.issues![0].message).to.match(/narrow the range/);
+    });
+    for (const [body, path] of [
+      [{ size: 1001 }, 'size'], [{ size: -1 }, 'size'], [{ size: 1.5 }, 'size'], [{ size: '10' }, 'size'],
+      [{ offset: -1 }, 'offset'], [{ filters_bool: 'XOR' }, 'filters_bool'], [{ filters: {} }, 'filters'],
+      [{ range: { field: 'updated_at' } }, 'range.field'], [{ range: { start: 'yesterday' } }, 'range.start'],
+      [{ range: { start: '2024-02-01', end: '2024-01-01' } }, 'range.start'],
+    ] as Array<[unknown, string]>) {
+      it(`${JSON.stringify(body)} -> 400 at ${path}`, () => {
+        expect(badRequestOf(() => parse(body)).issues!.map((i) => i.path)).to.include(path);
+      });
+    }
+    it('range bounds become DateTime64 texts in UTC with microseconds', () => {
+      expect(parse({ range: { field: 'created_at', start: '2024-01-01T01:00:00.5+01:00', end: '2024-01-31T23:59:59.999999Z' } }).range)
+        .to.deep.equal({ field: 'created_at', start: '2024-01-01 00:00:00.500000', end: '2024-01-31 23:59:59.999999' });
+    });
+    it('extends for summary/aggregation', () => {
+      const agg = v.object({ ...queryScopeSchema.entries, group_by: v.array(v.object({ field: v.string() })) });
+      expect(v.parse(agg, { group_by: [{ field: 'completion' }] }).filters_bool).to.equal('AND');
+    });
+  });
+
+  describe('survey ids', () => {
+    it('"*" is every survey', () => expect(parseSurveyIds('*')).to.equal('*'));
+    it('a comma list, de-duplicated and lower-cased', () => {
+      expect(parseSurveyIds(`${U1},${U2.toUpperCase()},${U1}`)).to.deep.equal([U1, U2]);
+    });
+    for (const bad of ['', ',', `${U1},`, 'abc', `${U1},*`, `'${U1}'`, `${U1};DROP`]) {
+      it(`${JSON.stringify(bad)} -> 400`, () => {
+        expect(badRequestOf(() => parseSurveyIds(bad)).issues![0].path).to.equal('survey_ids');
+      });
+    }
+  });
+
+  describe('random bodies (no engine)', () => {
+    it('parse to nodes that compile, or throw a 400 — nothing else', () => {
+      const scalar = fc.oneof(fc.string(), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.constantFrom(U1, 'fully_completed', '2024-01-01T00:00:00Z'));
+      const filter = fc.record({
+        type: fc.constantFrom('response', 'response.hidden_field', 'x', undefined),
+        key: fc.constantFrom(...Object.keys(RESPONSE_KEY_OPERATORS), 'respondent_aliases', 'os', '', 'nope'),
+        operator: fc.constantFrom(...OPERATORS, 'like'),
+        value: fc.option(scalar, { nil: undefined }),
+        values: fc.option(fc.array(scalar, { maxLength: 3 }), { nil: undefined }),
+      }, { requiredKeys: [] });
+      const body = fc.oneof(
+        fc.record({ filters_bool: fc.constantFrom('AND', 'OR', 'x'), filters: fc.array(filter, { maxLength: 5 }), size: fc.integer({ min: -1, max: 1001 }), offset: fc.integer({ min: -1, max: 100001 }) }, { requiredKeys: [] }),
+        fc.anything(),
+      );
+      fc.assert(fc.property(body, (b) => {
+        try {
+          const p = parseOrThrow(searchBodySchema, b);
+          const bag = new ParamBag();
+          const sql = compileScope({ orgId: ORG, surveyIds: '*', filtersBool: p.filters_bool, filters: p.filters, range: p.range }, bag);
+          const used = new Set([...sql.matchAll(/\{(p\d+):/g)].map((m) => m[1]));
+          expect(used).to.deep.equal(new Set(Object.keys(bag.toParams())));
+        } catch (e) {
+          expect(e).to.be.instanceOf(HttpError);
+          expect((e as HttpError).status).to.equal(400);
+        }
+      }), { numRuns: 2000 });
+    });
+  });
+});

@@ -1,0 +1,155 @@
+import { expect } from 'chai';
+import type { Scope } from '../../src/responses/compile.ts';
+import { queryScopeSchema } from '../../src/responses/filters.ts';
+import { DASHBOARD_QUERY_CACHE_SETTINGS, POLL_WINDOW_MS } from '../../src/clickhouse/result-cache.ts';
+import { compileSummary, roundRatio, shapeSummary, type SummaryRow } from '../../src/responses/summary.ts';
+import { HttpError, parseOrThrow } from '../../src/server/errors.ts';
+
+const ORG = '11111111-1111-4111-8111-111111111111';
+const SURVEY = 'aaaaaaaa-0000-4000-8000-000000000001';
+const DT = "DateTime64(6, 'UTC')";
+
+const scores = (n: number) =>
+  `arrayMap(s -> toString(toInt64(assumeNotNull(s))), arrayFilter((s, c) -> ifNull(c = {p${n}:String} AND s >= {p${n + 1}:Float64} AND s <= {p${n + 2}:Float64} AND s = floor(s), false), ans_scores, ans_cta_types))`;
+const counted = (values: string, name: string) => `sumMap(mapFromArrays(${values} AS ${name}_values, arrayMap(x -> toUInt64(1), ${name}_values))) AS ${name}`;
+const supportValues = (p: string) =>
+  `arrayDistinct(arrayFilter((v, k) -> k = {${p}:String}, arrayMap((t, s, b, n) -> multiIf(t = 0, s, t = 1, if(b, 'true', 'false'), toString(n)), hf_types, hf_strings, hf_bools, hf_numbers), hf_keys))`;
+
+describe('summary: compileSummary', () => {
+  const cases: Array<{ name: string; scope: Scope; where: string; params: Record<string, unknown>; first: number }> = [
+    {
+      name: 'all surveys, no range',
+      scope: { orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: [] },
+      where: 'org_id = {p0:UUID}',
+      params: { p0: ORG },
+      first: 1,
+    },
+    {
+      name: 'surveys, range and a completion filter',
+      scope: {
+        orgId: ORG,
+        surveyIds: [SURVEY],
+        filtersBool: 'OR',
+        filters: [{ kind: 'completion', op: 'eq', negate: false, values: ['fully_completed'] }],
+        range: { start: '2024-01-01 00:00:00.000000', end: '2024-01-31 23:59:59.999999' },
+      },
+      where: `org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND created_at >= {p2:${DT}} AND created_at <= {p3:${DT}} AND (completion = {p4:String})`,
+      params: { p0: ORG, p1: [SURVEY], p2: '2024-01-01 00:00:00.000000', p3: '2024-01-31 23:59:59.999999', p4: 'fully_completed' },
+      first: 5,
+    },
+  ];
+  for (const c of cases) {
+    it(`one query, org first: ${c.name}`, () => {
+      const q = compileSummary(c.scope);
+      const n = c.first;
+      expect(q.sql).to.equal(
+        'SELECT ' +
+          [
+            counted(scores(n), 'nps_counts'),
+            counted(scores(n + 3), 'csat_counts'),
+            counted(scores(n + 6), 'ces_counts'),
+            'sumMap(map(toString(completion), toUInt64(1))) AS completion_counts',
+            'sumMapIf(map(toString(end_reason), toUInt64(1)), notEmpty(end_reason)) AS end_reason_counts',
+            'sumMapIf(map(toString(language), toUInt64(1)), notEmpty(language)) AS language_counts',
+            counted(supportValues(`p${n + 9}`), 'support_counts'),
+          ].join(', ') +
+          ` FROM survey_responses FINAL WHERE ${c.where}`,
+      );
+      expect(q.params).to.deep.equal({
+        ...c.params,
+        [`p${n}`]: 'nps', [`p${n + 1}`]: 0, [`p${n + 2}`]: 10,
+        [`p${n + 3}`]: 'csat', [`p${n + 4}`]: 1, [`p${n + 5}`]: 5,
+        [`p${n + 6}`]: 'ces', [`p${n + 7}`]: 1, [`p${n + 8}`]: 7,
+        [`p${n + 9}`]: 'support',
+      });
+      expect(Object.isFrozen(q)).to.equal(true);
+    });
+  }
+
+  it('the body is the scope part; size and offset are accepted and ignored; bad filters are a 400', () => {
+    const parsed = parseOrThrow(queryScopeSchema, { size: 5, offset: 10, filters: [] });
+    expect(parsed).to.deep.equal({ filters_bool: 'AND', filters: [] });
+    try {
+      parseOrThrow(queryScopeSchema, { filters: [{ type: 'response', key: 'completion', operator: 'contains', value: 'x' }] });
+      expect.fail('expected a 400');
+    } catch (err) {
+      expect(err).to.be.instanceOf(HttpError);
+      expect((err as HttpError).issues?.[0].path).to.equal('filters[0].operator');
+    }
+  });
+
+  it('exports the polling cache settings (a 3 s window)', () => {
+    expect(POLL_WINDOW_MS).to.equal(3000);
+    expect(DASHBOARD_QUERY_CACHE_SETTINGS).to.deep.equal({ use_query_cache: 1, query_cache_ttl: 3, query_cache_nondeterministic_function_handling: 'save' });
+  });
+});
+
+describe('summary: shapeSummary', () => {
+  const zeros = (from: number, to: number) => Object.fromEntries(Array.from({ length: to - from + 1 }, (_, i) => [String(from + i), 0]));
+
+  it('no responses: every key present with zeros, averages and nps_score null', () => {
+    for (const row of [undefined, { nps_counts: {}, csat_counts: {}, ces_counts: {}, completion_counts: {}, end_reason_counts: {}, language_counts: {}, support_counts: {} }]) {
+      expect(shapeSummary(row)).to.deep.equal({
+        ces_avg: null,
+        ces_details: zeros(1, 7),
+        csat_avg: null,
+        csat_details: zeros(1, 5),
+        nps_details: zeros(0, 10),
+        nps_groups: { detractor: 0, neutral: 0, promotor: 0, total: 0 },
+        nps_score: null,
+        completion: { not_started: 0, partially_completed: 0, fully_completed: 0 },
+        end_reasons: {},
+        languages: {},
+        supports: {},
+      });
+    }
+  });
+
+  it('groups NPS, scores and averages, rounds half away from zero, sorts object keys', () => {
+    const row: SummaryRow = {
+      nps_counts: { '0': 1, '6': 2, '7': 1, '8': '1', '9': 1, '10': 1 }, // numbers may come as text
+      csat_counts: { '1': 1, '2': 2 },
+      ces_counts: { '7': 3 },
+      completion_counts: { fully_completed: 4, not_started: 1 },
+      end_reason_counts: { expired: 1, closed: 2 },
+      language_counts: { fr: 1, en: 3 },
+      support_counts: { mobile: 2, desktop: 1 },
+    };
+    const s = shapeSummary(row);
+    expect(s.nps_details).to.deep.equal({ ...zeros(0, 10), '0': 1, '6': 2, '7': 1, '8': 1, '9': 1, '10': 1 });
+    expect(s.nps_groups).to.deep.equal({ detractor: 3, neutral: 2, promotor: 2, total: 7 });
+    expect(s.nps_score).to.equal(-14.29); // (2 - 3) / 7 * 100 = -14.2857...
+    expect(s.csat_avg).to.equal(1.67); // 5 / 3
+    expect(s.ces_avg).to.equal(7);
+    expect(s.completion).to.deep.equal({ not_started: 1, partially_completed: 0, fully_completed: 4 });
+    expect(Object.keys(s.end_reasons)).to.deep.equal(['closed', 'expired']);
+    expect(Object.keys(s.languages)).to.deep.equal(['en', 'fr']);
+    expect(s.supports).to.deep.equal({ desktop: 1, mobile: 2 });
+  });
+
+  it('nps_score sign: all promotors 100, all detractors -100, balanced 0 (not -0)', () => {
+    const withNps = (nps: Record<string, number>) => shapeSummary({ nps_counts: nps, csat_counts: {}, ces_counts: {}, completion_counts: {}, end_reason_counts: {}, language_counts: {}, support_counts: {} }).nps_score;
+    expect(withNps({ '10': 3 })).to.equal(100);
+    expect(withNps({ '0': 2, '6': 1 })).to.equal(-100);
+    expect(Object.is(withNps({ '0': 1, '9': 1 }), 0)).to.equal(true);
+    expect(withNps({ '7': 4 })).to.equal(0);
+    expect(withNps({ '9': 2, '7': 1 })).to.equal(66.67);
+  });
+
+  const rounding: Array<[number, number, number]> = [
+    [1, 3, 0.33],
+    [2, 3, 0.67],
+    [-2, 3, -0.67],
+    [1, 8, 0.13], // 0.125 -> half away from zero
+    [-1, 8, -0.13],
+    [1005, 1000, 1.01], // 1.005 exactly: no float drift to 1.00
+    [-1005, 1000, -1.01],
+    [0, 5, 0],
+    [700, 7, 100],
+  ];
+  for (const [num, den, want] of rounding) {
+    it(`roundRatio(${num}, ${den}) = ${want}`, () => {
+      expect(roundRatio(num, den)).to.equal(want);
+    });
+  }
+});
