@@ -5,6 +5,7 @@ import { ParamBag } from '../../src/clickhouse/sql.ts';
 import { levelKeySql } from '../../src/responses/group-by.ts';
 import { bucketIndex, formatDbMicros, formatMicros, parseInstantMicros, planHistogram, truncateTo, type HistogramPlan, type MinInterval } from '../../src/responses/histogram.ts';
 import { startTestService, type TestService } from './harness.ts';
+import { isoMicros, rng } from './random.ts';
 
 /**
  * The aggregation over HTTP, checked against a reference aggregator written here in plain JS over
@@ -15,18 +16,9 @@ import { startTestService, type TestService } from './harness.ts';
 type Rec = Record<string, any>;
 type Rule = Record<string, any>;
 
-function rng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const uuid = () => randomUUID();
 const CHOICE_Q = uuid();
-const iso = (ms: number, micros = 0) => `${new Date(ms).toISOString().slice(0, 19)}.${String((ms % 1000) * 1000 + micros).padStart(6, '0')}Z`;
+const iso = isoMicros;
 
 function makeRecords(n: number, surveys: string[], seed: number, from = Date.UTC(2024, 0, 1), days = 45): Rec[] {
   const r = rng(seed);

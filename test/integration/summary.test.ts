@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { startTestService, type TestService } from './harness.ts';
+import { isoMicros, rng } from './random.ts';
 
 /**
  * The summary over HTTP, checked against numbers computed here in plain JS from the very records
@@ -9,18 +10,9 @@ import { startTestService, type TestService } from './harness.ts';
 
 type Rec = Record<string, any>;
 
-function rng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const uuid = () => randomUUID();
 const Q = { nps: uuid(), csat: uuid(), ces: uuid(), nps2: uuid() };
-const iso = (ms: number, micros = 0) => `${new Date(ms).toISOString().slice(0, 19)}.${String((ms % 1000) * 1000 + micros).padStart(6, '0')}Z`;
+const iso = isoMicros;
 
 /** n records with varied scores (on and off the scales), completions, end reasons, languages and supports. */
 function makeRecords(n: number, surveys: string[], seed: number): Rec[] {
