@@ -52,7 +52,8 @@ async function mintAll(db: Database, orgId: string): Promise<Record<Scope, strin
 export function demoBanner(demo: Demo, baseUrl: string): string {
   const t = demo.tokens;
   const survey = demo.survey_ids[0] ?? '*';
-  const weekAgo = new Date(Date.now() - 7 * 86400_000).toISOString().slice(0, 10);
+  // Seven whole days ending today: exactly seven daily buckets (the range end is inclusive).
+  const weekAgo = new Date(Date.now() - 6 * 86400_000).toISOString().slice(0, 10);
   const today = new Date().toISOString().slice(0, 10);
   return `
 tallyhouse is running at ${baseUrl} (embedded ClickHouse engine)
