@@ -5,6 +5,7 @@ import { connectDatabase, type Database } from './clickhouse/connection.ts';
 import { migrate } from './clickhouse/migrations.ts';
 import { CONFIG_KEYS, ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger, type Logger } from './log.ts';
+import { parseSeedArgs } from './seed/args.ts';
 import { runSeedCommand } from './seed/cli.ts';
 import { createApp } from './server/app.ts';
 import { TokenCache } from './tokens/cache.ts';
@@ -81,6 +82,7 @@ async function main(argv: string[]): Promise<number> {
       await withDatabase(config, log, (db) => tokenCommand(db, rest, out));
       return 0;
     case 'seed':
+      parseSeedArgs(rest); // a usage error must not start an engine first
       await withDatabase(config, log, (db) => runSeedCommand(db.client(), rest));
       return 0;
     default:

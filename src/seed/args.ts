@@ -1,0 +1,69 @@
+/**
+ * `tallyhouse seed` arguments: `--responses N [--org ID] [--surveys S] [--days D] [--seed X]`.
+ * Pure, so every error message is unit-tested; errors are UsageError (exit code 2 in main.ts).
+ */
+import { randomUUID } from 'node:crypto';
+import { parseArgs, UsageError } from '../cli/args.ts';
+import { SEED_LIMITS } from './responses.ts';
+
+export interface SeedArgs {
+  responses: number;
+  orgId: string;
+  /** Whether orgId was generated (then the command prints it, so tokens can be minted for it). */
+  orgGenerated: boolean;
+  surveys: number;
+  days: number;
+  seed: number;
+}
+
+export const SEED_USAGE = `usage: tallyhouse seed --responses N [--org ID] [--surveys S] [--days D] [--seed X]
+  --responses N   responses to write, ${SEED_LIMITS.responses.min}..${SEED_LIMITS.responses.max} (10000, 10_000, 500k, 10M)
+  --org ID        organization UUID (default: a new random one, printed)
+  --surveys S     surveys to spread them over, ${SEED_LIMITS.surveys.min}..${SEED_LIMITS.surveys.max} (default 5)
+  --days D        created_at spans the last D days, ${SEED_LIMITS.days.min}..${SEED_LIMITS.days.max} (default 90)
+  --seed X        variant of the data, ${SEED_LIMITS.seed.min}.. (default 0)
+Each run adds new responses; runs for one org and seed share its surveys, respondents and groups.`;
+
+const FLAGS = ['responses', 'org', 'surveys', 'days', 'seed'] as const;
+const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const MULTIPLIER: Record<string, number> = { '': 1, k: 1_000, m: 1_000_000 };
+
+/** A whole number as people type it: `10000`, `10_000`, `10,000`, `500k`, `10M`. */
+export function parseCount(raw: string): number | undefined {
+  const m = /^(\d+(?:[_,]\d{3})*|\d+(?:\.\d+)?(?=[kKmM]))([kKmM]?)$/.exec(raw.trim());
+  if (!m) return undefined;
+  const n = Number(m[1].replace(/[_,]/g, '')) * MULTIPLIER[m[2].toLowerCase()];
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+function count(flags: Record<string, string | true>, name: keyof typeof SEED_LIMITS, fallback?: number): number {
+  const raw = flags[name];
+  if (raw === undefined) {
+    if (fallback === undefined) throw new UsageError(`--${name} is required\n\n${SEED_USAGE}`);
+    return fallback;
+  }
+  const { min, max } = SEED_LIMITS[name];
+  const n = raw === true ? undefined : parseCount(raw);
+  if (n === undefined || n < min || n > max) {
+    const got = raw === true ? 'no value' : JSON.stringify(raw);
+    throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, got ${got}`);
+  }
+  return n;
+}
+
+export function parseSeedArgs(argv: string[]): SeedArgs {
+  const { positional, flags } = parseArgs(argv);
+  if (positional.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positional[0])}\n\n${SEED_USAGE}`);
+  const unknown = Object.keys(flags).filter((f) => !(FLAGS as readonly string[]).includes(f));
+  if (unknown.length > 0) throw new UsageError(`unknown option --${unknown[0]}\n\n${SEED_USAGE}`);
+
+  const responses = count(flags, 'responses');
+  const surveys = count(flags, 'surveys', 5);
+  const days = count(flags, 'days', 90);
+  const seed = count(flags, 'seed', 0);
+  const org = flags.org;
+  if (org !== undefined && (org === true || !UUID_RE.test(org))) {
+    throw new UsageError(`--org must be an organization UUID, e.g. ${randomUUID()}, got ${org === true ? 'no value' : JSON.stringify(org)}`);
+  }
+  return { responses, orgId: org === undefined ? randomUUID() : org.toLowerCase(), orgGenerated: org === undefined, surveys, days, seed };
+}

@@ -1,0 +1,208 @@
+import { expect } from 'chai';
+import { isDeepStrictEqual } from 'node:util';
+import { parseResponseBatch, toResponseRow } from '../../src/responses/record.ts';
+import { runSeedCommand } from '../../src/seed/cli.ts';
+import { seedResponses, type SeedResult } from '../../src/seed/responses.ts';
+import { startTestService, type TestService } from './harness.ts';
+
+/**
+ * Seeds 2,000 responses into a fresh database and checks them with SQL and against the writer's
+ * own mapping: every seeded row must be exactly the row POST /1.0/survey/response would store for
+ * its `doc`, so search, summary and aggregation see seeded data as real data.
+ */
+const N = 2000;
+const DAYS = 30;
+const ISO_MICROS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/;
+
+describe('seed: synthetic survey responses', function () {
+  this.timeout(120_000);
+  let svc: TestService;
+  let result: SeedResult;
+  const now = new Date();
+  const progress: Array<[number, number]> = [];
+  let rows: Record<string, any>[];
+
+  const query = async <T = Record<string, any>>(sql: string, params: Record<string, unknown> = {}) =>
+    (await (await svc.client.query({ query: sql, query_params: { org: svc.orgId, ...params }, format: 'JSONEachRow' })).json<T>());
+
+  before(async () => {
+    svc = await startTestService();
+    result = await seedResponses(svc.client, { orgId: svc.orgId, responses: N, days: DAYS, now, onProgress: (d, t) => progress.push([d, t]) });
+    rows = await query(
+      `SELECT * EXCEPT (created_at, updated_at, ended_at, last_answer_at),
+              toString(created_at) AS created_at, toString(updated_at) AS updated_at,
+              toString(ended_at) AS ended_at, toString(last_answer_at) AS last_answer_at
+       FROM survey_responses FINAL WHERE org_id = {org:UUID}`,
+    );
+  });
+  after(async () => svc?.close());
+
+  it('reports what it wrote, with progress', () => {
+    expect(result.inserted).to.equal(N);
+    expect(result.seconds).to.be.greaterThan(0);
+    expect(result.surveyIds).to.have.length(5);
+    expect(progress.at(-1)).to.deep.equal([N, N]);
+  });
+
+  it('writes exactly N responses, all in the seeded surveys', async () => {
+    const [c] = await query<{ n: string; ids: string; surveys: string }>(
+      `SELECT count() AS n, uniqExact(id) AS ids, uniqExact(survey_id) AS surveys FROM survey_responses FINAL
+       WHERE org_id = {org:UUID} AND survey_id IN {surveys:Array(UUID)}`,
+      { surveys: result.surveyIds },
+    );
+    expect([Number(c.n), Number(c.ids), Number(c.surveys)]).to.deep.equal([N, N, 5]);
+  });
+
+  it('stores for every doc exactly the row the response writer would store (doc bytes included)', () => {
+    expect(rows).to.have.length(N);
+    let mismatches = 0;
+    for (const row of rows) {
+      const record = parseResponseBatch([JSON.parse(row.doc)], svc.orgId)[0];
+      const expected = toResponseRow(record, svc.orgId) as unknown as Record<string, unknown>;
+      for (const [key, value] of Object.entries(expected)) {
+        if (!isDeepStrictEqual(row[key], value)) {
+          mismatches++;
+          expect.fail(`row ${row.id} column ${key}: stored ${JSON.stringify(row[key])}, expected ${JSON.stringify(value)}`);
+        }
+      }
+    }
+    expect(mismatches).to.equal(0);
+  });
+
+  it('keeps doc consistent with the typed columns: ids, states and microsecond timestamps', async () => {
+    const [bad] = await query<Record<string, string>>(
+      `SELECT countIf(NOT isValidJSON(doc)) AS invalid,
+              countIf(JSONExtractString(doc, 'id') != toString(id)) AS id,
+              countIf(JSONExtractString(doc, 'survey_id') != toString(survey_id)) AS survey,
+              countIf(JSONExtractString(doc, 'completion') != toString(completion)) AS completion,
+              countIf(JSONExtractBool(doc, 'active') != active) AS active,
+              countIf(JSONExtractString(doc, 'end_reason') != end_reason) AS end_reason,
+              countIf(JSONExtractString(doc, 'created_at') != formatDateTime(created_at, '%Y-%m-%dT%H:%i:%S.%fZ')) AS created_at
+       FROM survey_responses FINAL WHERE org_id = {org:UUID}`,
+    );
+    expect(Object.values(bad).map(Number)).to.deep.equal([0, 0, 0, 0, 0, 0, 0]);
+    for (const row of rows.slice(0, 200)) {
+      const doc = JSON.parse(row.doc);
+      for (const field of ['created_at', 'updated_at']) expect(doc[field]).to.match(ISO_MICROS);
+      if (doc.ended_at !== '') expect(doc.ended_at).to.match(ISO_MICROS);
+      for (const a of doc.answers) expect(a.time).to.match(ISO_MICROS);
+    }
+  });
+
+  it('ends responses consistently with `active`', async () => {
+    const states = await query<{ active: boolean; end_reason: string; completion: string; ended: string; n: string }>(
+      `SELECT active, end_reason, completion, ended_at IS NOT NULL AS ended, count() AS n
+       FROM survey_responses FINAL WHERE org_id = {org:UUID} GROUP BY ALL`,
+    );
+    const total = (f: (s: (typeof states)[number]) => boolean) => states.filter(f).reduce((a, s) => a + Number(s.n), 0);
+    expect(total((s) => s.active && (s.end_reason !== '' || Boolean(Number(s.ended))))).to.equal(0);
+    expect(total((s) => !s.active && !['closed', 'completed', 'expired', 'interrupted'].includes(s.end_reason))).to.equal(0);
+    expect(total((s) => !s.active && !Number(s.ended))).to.equal(0);
+    expect(total((s) => s.active && s.completion === 'fully_completed')).to.equal(0);
+    expect(total((s) => s.active), 'open responses (mostly recent ones)').to.be.greaterThan(0);
+    const completed = total((s) => s.end_reason === 'completed');
+    expect(total((s) => s.end_reason === 'completed' && s.completion === 'fully_completed') / completed).to.be.greaterThan(0.9);
+    for (const reason of ['closed', 'completed', 'expired', 'interrupted']) expect(total((s) => s.end_reason === reason), reason).to.be.greaterThan(0);
+  });
+
+  it('orders timestamps: created <= answers <= last answer <= updated <= now, within the last D days', () => {
+    const first = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate()) - (DAYS - 1) * 86_400_000;
+    for (const row of rows) {
+      const doc = JSON.parse(row.doc);
+      const created = doc.created_at;
+      expect(Date.parse(created)).to.be.within(first, now.getTime());
+      expect(doc.updated_at >= created, row.id).to.equal(true);
+      expect(Date.parse(doc.updated_at)).to.be.at.most(now.getTime());
+      const times = doc.answers.map((a: { time: string }) => a.time);
+      expect(times, row.id).to.deep.equal([...times].sort());
+      for (const t of times) expect(t >= created && t <= doc.updated_at, row.id).to.equal(true);
+      expect(doc.last_answer_at).to.equal(times.at(-1) ?? '');
+    }
+  });
+
+  it('skews scores plausibly: NPS promoters outnumber detractors, nothing uniform', async () => {
+    const scores = await query<{ cta: string; score: number; n: string }>(
+      `SELECT ans_cta_types[i] AS cta, ans_scores[i] AS score, count() AS n
+       FROM survey_responses FINAL ARRAY JOIN arrayEnumerate(ans_cta_types) AS i
+       WHERE org_id = {org:UUID} AND cta IN ('nps', 'csat', 'ces') GROUP BY cta, score`,
+    );
+    const dist = (cta: string) => new Map(scores.filter((s) => s.cta === cta).map((s) => [Number(s.score), Number(s.n)]));
+    const nps = dist('nps');
+    const npsTotal = [...nps.values()].reduce((a, b) => a + b, 0);
+    const share = (lo: number, hi: number) => [...nps].filter(([s]) => s >= lo && s <= hi).reduce((a, [, n]) => a + n, 0) / npsTotal;
+    expect([...nps.keys()].every((s) => Number.isInteger(s) && s >= 0 && s <= 10)).to.equal(true);
+    expect(share(9, 10)).to.be.within(0.4, 0.7);
+    expect(share(7, 8)).to.be.within(0.15, 0.4);
+    expect(share(0, 6)).to.be.within(0.08, 0.3);
+    for (const [cta, lo, hi] of [['nps', 0, 10], ['csat', 1, 5], ['ces', 1, 7]] as const) {
+      const d = dist(cta);
+      expect([...d.keys()].every((s) => s >= lo && s <= hi), cta).to.equal(true);
+      const counts = [...d.values()];
+      // Uniform would put every score near the mean; the most common is at least three times the rarest.
+      expect(Math.max(...counts) / Math.min(...counts), cta).to.be.greaterThan(3);
+    }
+  });
+
+  it('makes people: several languages with matching locales, shared groups, internal and customer aliases', async () => {
+    const languages = new Set(rows.map((r) => r.language));
+    expect(languages.size).to.be.at.least(5);
+    for (const row of rows) {
+      expect(row.locale.startsWith(`${row.language}-`), row.locale).to.equal(true);
+      expect(row.hf_strings[row.hf_keys.indexOf('locale')]).to.equal(row.locale);
+      expect(row.respondent_aliases[0]).to.equal(row.respondent_id);
+      expect(row.respondent_aliases[1]).to.match(/^user-\d+@example\.com$/);
+      expect(['desktop', 'mobile']).to.include(row.hf_strings[row.hf_keys.indexOf('support')]);
+      expect(row.hf_types[row.hf_keys.indexOf('logged_in')]).to.equal(1);
+      expect(row.hf_types[row.hf_keys.indexOf('session_count')]).to.equal(2);
+    }
+    const [shared] = await query<{ groups: string }>(
+      `SELECT countIf(respondents > 1) AS groups FROM (
+         SELECT g, uniqExact(respondent_id) AS respondents FROM survey_responses FINAL ARRAY JOIN group_ids AS g
+         WHERE org_id = {org:UUID} GROUP BY g)`,
+    );
+    expect(Number(shared.groups)).to.be.greaterThan(0);
+    const repeat = rows.length - new Set(rows.map((r) => r.respondent_id)).size;
+    expect(repeat, 'respondents answering more than once').to.be.greaterThan(0);
+  });
+
+  it('is reproducible: the same org, seed and now write the same responses again', async () => {
+    await seedResponses(svc.client, { orgId: svc.orgId, responses: N, days: DAYS, now });
+    const [c] = await query<{ rows: string; ids: string; docs: string }>(
+      `SELECT count() AS rows, uniqExact(id) AS ids, uniqExact(doc) AS docs FROM survey_responses WHERE org_id = {org:UUID}`,
+    );
+    expect([Number(c.rows), Number(c.ids), Number(c.docs)]).to.deep.equal([2 * N, N, N]);
+  });
+
+  it('serves seeded docs through SEARCH /1.0/survey/*/response', async () => {
+    const token = await svc.token(['responses:read']);
+    const res = await svc.request('SEARCH', '/1.0/survey/*/response', { token, body: { size: 5 } });
+    expect(res.status).to.equal(200);
+    expect(res.body.hits.total.value).to.equal(N);
+    expect(res.body.hits.responses).to.have.length(5);
+    const byId = new Map(rows.map((r) => [r.id, JSON.parse(r.doc)]));
+    for (const doc of res.body.hits.responses) expect(doc).to.deep.equal(byId.get(doc.id));
+  });
+
+  it('a run at another `now` adds new responses from the same people', async () => {
+    const later = new Date(now.getTime() + 3_600_000);
+    await seedResponses(svc.client, { orgId: svc.orgId, responses: N, days: DAYS, now: later });
+    const [c] = await query<{ n: string; ids: string; respondents: string }>(
+      `SELECT count() AS n, uniqExact(id) AS ids, uniqExact(respondent_id) AS respondents FROM survey_responses FINAL WHERE org_id = {org:UUID}`,
+    );
+    const before = new Set(rows.map((r) => r.respondent_id)).size;
+    expect([Number(c.n), Number(c.ids)]).to.deep.equal([2 * N, 2 * N]);
+    // Both runs draw from one pool of 0.6 N respondents: the union is no larger than the pool.
+    expect(Number(c.respondents)).to.be.within(before + 1, Math.round(0.6 * N));
+  });
+
+  it('the CLI command prints one result line with count, seconds and rate', async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const org = '5eed0000-0000-4000-8000-000000000001';
+    await runSeedCommand(svc.client, ['--responses', '50', '--org', org, '--surveys', '2', '--days', '7'], { out: (l) => out.push(l), err: (l) => err.push(l) });
+    expect(out).to.have.length(1);
+    expect(out[0]).to.match(new RegExp(`^seeded 50 responses in \\d+\\.\\d s \\([\\d,]+ responses/s\\) for org ${org}, surveys [0-9a-f-]{36},[0-9a-f-]{36}$`));
+    const [c] = await query<{ n: string }>(`SELECT count() AS n FROM survey_responses FINAL WHERE org_id = {org:UUID}`, { org });
+    expect(Number(c.n)).to.equal(50);
+  });
+});
