@@ -37,6 +37,7 @@ import {
   DATE_FIELD_COLUMNS,
   MAX_TERMS_BUCKETS,
   groupBySchema,
+  isFirstOfLevelSql,
   isMultiValued,
   levelKeySql,
   type DateField,
@@ -137,9 +138,7 @@ export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], 
   const n = rules.length;
   const ks = rules.map((_, i) => `k${i + 1}`);
   const keyColumns = rules.map((rule, i) => `${levelKeySql(rule, plans[i], bag, i + 1)} AS k${i + 1}`);
-  // count() is exact when each response is one row; a multi-valued level (arrayJoin) repeats the
-  // response, so parent levels then count distinct ids.
-  const count = rules.some(isMultiValued) ? 'uniqExact(id)' : 'count()';
+  const count = docCountSql(rules);
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
 
   // A row's own key and its parent keys; keys of deeper levels are rolled up (defaults) at that depth.
@@ -168,6 +167,24 @@ export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], 
     `SELECT depth, ${ks.join(', ')}, doc_count, other_doc_count FROM (${withContext}) ` +
     `WHERE ${[`r <= ${limit}`, ...keptAncestors].join(' AND ')} ORDER BY depth`;
   return compiled(sql, bag);
+}
+
+/**
+ * count() is exact when each response is one row. A multi-valued level (arrayJoin) repeats the
+ * response, once per value of that level times the values of the other multi-valued levels; then a
+ * bucket at depth d counts only the rows holding the first value of every deeper multi-valued level
+ * (group-by.ts isFirstOfLevelSql): exactly one row per response in that bucket. This replaced
+ * uniqExact(id), which kept a hash set of every id in scope: the answer aggregation over 3.3M
+ * responses took 562 ms (1.1 s CPU, 516 MiB) with it, 260 ms (520 ms CPU, 12 MiB) without.
+ */
+export function docCountSql(rules: readonly GroupByRule[]): string {
+  const perDepth = rules.map((_, d) => {
+    const deeper = rules.flatMap((rule, i) => (i + 1 > d && isMultiValued(rule) ? [isFirstOfLevelSql(i + 1)] : []));
+    return deeper.length ? `countIf(${deeper.join(' AND ')})` : 'count()';
+  });
+  if (perDepth.every((c) => c === 'count()')) return 'count()';
+  // depth n (the leaves) is count(): every row is one response in one leaf bucket.
+  return `multiIf(${perDepth.map((c, d) => `depth = ${d}, ${c}`).join(', ')}, count())`;
 }
 
 // --- (4) shaping -----------------------------------------------------------------------------------

@@ -96,15 +96,24 @@ export function levelKeySql(rule: GroupByRule, plan: HistogramPlan | undefined, 
     case 'date':
       if (!plan) throw new Error(`no histogram plan for ${rule.field}`);
       return bucketIndexSql(DATE_FIELD_COLUMNS[rule.field], plan, bag, alias);
+    // Grouped by the column itself (the Enum8, the UUID, the LowCardinality), not by its text:
+    // hashing a 1-byte enum or a 16-byte UUID is cheaper than converting every row to a String,
+    // and JSONEachRow prints the enum's name and the UUID's text anyway. Measured on 1M responses
+    // (2 cores, engine CPU): completion x daily histogram 74 -> 36 ms, survey_id 39 -> 17 ms,
+    // end_reason 31 -> 23 ms. The ranking (aggregation.ts) orders ties by toString(key) still.
     case 'completion':
-      return 'toString(completion)';
+      return 'completion';
     case 'survey_id':
-      return 'toString(survey_id)';
+      return 'survey_id';
     case 'end_reason':
       // "" while the response is active: such a response has no end reason to count.
-      return 'if(empty(end_reason), NULL, toString(end_reason))';
+      return 'if(empty(end_reason), NULL, end_reason)';
     case 'hidden_field':
-      return eachDistinctOrNull(hiddenFieldValuesSql(bag.add(rule.key, 'String')), alias, level);
+      return eachDistinctOrNull(
+        rule.key.includes('\u0000') ? hiddenFieldValuesSql(bag.add(rule.key, 'String')) : hiddenFieldPairValuesSql(bag.add(`${rule.key}\u0000`, 'String')),
+        alias,
+        level,
+      );
     case 'answer':
       return eachDistinctOrNull(`arrayFilter((v, q) -> q = ${bag.add(rule.questionId, 'String')}, ans_values, ans_question_ids)`, alias, level);
   }
@@ -113,19 +122,41 @@ export function levelKeySql(rule: GroupByRule, plan: HistogramPlan | undefined, 
 /**
  * One row per distinct value (a multi-valued response counts once in each of its values), or one
  * NULL row when there is none, so that the response is not lost from its parent buckets.
- * The level number rides along in a tuple: the engine merges identical arrayJoin expressions into
- * one (zipping instead of multiplying), which would break the same rule given twice (a
- * co-occurrence matrix of one question's answers).
+ * The joined tuple is (value, its 1-based position, level) under the alias `level<N>_j`:
+ * - the position lets the parent levels count each response once without uniqExact(id) (see
+ *   isFirstOfLevelSql and aggregation.ts);
+ * - the level number keeps the arrayJoin distinct: the engine merges identical arrayJoin
+ *   expressions into one (zipping instead of multiplying), which would break the same rule given
+ *   twice (a co-occurrence matrix of one question's answers).
  */
 function eachDistinctOrNull(valuesSql: string, alias: string, level: number): string {
-  const values = `if(empty(arrayDistinct(${valuesSql}) AS ${alias}_values), [NULL], CAST(${alias}_values, 'Array(Nullable(String))'))`;
-  return `tupleElement(arrayJoin(arrayMap(v -> (v, ${level}), ${values})), 1)`;
+  const values = `if(empty(arrayDistinct(${valuesSql}) AS ${alias}_values), [NULL], CAST(${alias}_values, 'Array(Nullable(String))')) AS ${alias}_list`;
+  return `tupleElement(arrayJoin(arrayMap((v, i) -> (v, i, ${level}), ${values}, arrayEnumerate(${alias}_list))) AS ${alias}_j, 1)`;
+}
+
+/**
+ * True on the row of the FIRST value of a multi-valued level (levelKeySql of that level must be in
+ * the query). A response yields, for one parent bucket, the product of its deeper levels' value
+ * lists; exactly one of those rows has the first value at every deeper multi-valued level.
+ */
+export function isFirstOfLevelSql(level: number): string {
+  return `tupleElement(level${level}_j, 2) = 1`;
+}
+
+/**
+ * The same values read from `hf_pairs` (schema/004: `key NUL tag text`), given the placeholder of
+ * `key NUL`: the entries starting with it, without it and the one-letter type tag. Reads one
+ * LowCardinality array instead of five arrays (the string one holding every user agent). Keys
+ * containing NUL are not in hf_pairs: the caller uses hiddenFieldValuesSql for them.
+ */
+export function hiddenFieldPairValuesSql(prefixPlaceholder: string): string {
+  return `arrayMap(p -> substring(p, length(${prefixPlaceholder}) + 2), arrayFilter(p -> startsWith(p, ${prefixPlaceholder}), hf_pairs))`;
 }
 
 /**
  * The values, as text, of the hidden-field entries with key `keyPlaceholder` (a parameter): string
- * as is, bool as true/false, number as ClickHouse prints a Float64 (3, 2.5). Shared with the
- * summary's `supports`.
+ * as is, bool as true/false, number as ClickHouse prints a Float64 (3, 2.5). The same expression
+ * computes hf_support in schema/004.
  */
 export function hiddenFieldValuesSql(keyPlaceholder: string): string {
   return `arrayFilter((v, k) -> k = ${keyPlaceholder}, arrayMap((t, s, b, n) -> multiIf(t = 0, s, t = 1, if(b, 'true', 'false'), toString(n)), hf_types, hf_strings, hf_bools, hf_numbers), hf_keys)`;

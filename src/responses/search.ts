@@ -5,7 +5,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { clickHouseHttpError } from '../clickhouse/errors.ts';
 import { parseOrThrow } from '../server/errors.ts';
-import { compileSearch, QUERY_SETTINGS } from './compile.ts';
+import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, type SearchCountRow } from './compile.ts';
 import type { CompiledQuery } from '../clickhouse/sql.ts';
 import { parseSurveyIds, searchBodySchema, type FilterNode } from './filters.ts';
 import { parseResponseBatch, type ResponseRecord } from './record.ts';
@@ -32,22 +32,27 @@ async function rows<T>(client: ClickHouseClient, q: CompiledQuery): Promise<T[]>
 }
 
 /**
- * Runs the page and the count side by side. Measured on 1.5M responses of one org (2 cores): the
- * pair in parallel took 26-330 ms where one query with `count() OVER ()` took 64-2991 ms (the
- * window makes every matching row, `doc` included, travel to it before LIMIT), and an offset past
- * the end would leave it with no row to carry the total. `size` 0 skips the page query.
+ * The count first (with the window counts), then the page from the smallest window that holds it
+ * (see compile.ts); the page query is skipped when there is nothing to show (`size` 0, or `offset`
+ * past the total). Measured on 10M responses of one org over 90 days (2 cores, one part per
+ * partition), the whole-range page side by side with a count() took 233 ms (450 ms of engine CPU)
+ * with no filter and 462 ms (880 ms) with a keyword; this takes 108 ms (170 ms) and 203 ms (360 ms).
+ * (Before that, one query with `count() OVER ()` made every matching row, doc included, travel to
+ * the window before LIMIT: 64-2991 ms on 1.5M rows.)
  */
 export async function searchResponses(client: ClickHouseClient, input: SearchInput): Promise<SearchResult> {
   const started = performance.now();
-  const { page, count } = compileSearch(input, input.size, input.offset);
   try {
-    const [docs, totals] = await Promise.all([
-      input.size > 0 ? rows<{ doc: string }>(client, page) : Promise.resolve([]),
-      rows<{ total: number | string }>(client, count),
-    ]);
+    const windows = pageWindowStarts(input.range?.end, Date.now());
+    const [counts] = await rows<SearchCountRow>(client, compileSearchCount(input, windows));
+    const total = Number(counts?.total ?? 0);
+    const docs =
+      input.size > 0 && input.offset < total
+        ? await rows<{ doc: string }>(client, compileSearchPage(input, input.size, input.offset, pageWindowStart(counts, windows, input.offset, input.size)))
+        : [];
     return {
       took: Math.round(performance.now() - started),
-      hits: { total: { value: Number(totals[0]?.total ?? 0) }, responses: docs.map((d) => JSON.parse(d.doc) as ResponseRecord) },
+      hits: { total: { value: total }, responses: docs.map((d) => JSON.parse(d.doc) as ResponseRecord) },
     };
   } catch (err) {
     throw clickHouseHttpError(err) ?? err;

@@ -99,7 +99,14 @@ export async function insertResponses(client: ClickHouseClient, orgId: string, r
         return toResponseRow(fixed, orgId);
       });
       if (issues.length > 0) throw badRequest('Invalid response records', issues);
-      await client.insert({ table: 'survey_responses', values: rows, format: 'JSONEachRow' });
+      await client.insert({
+        table: 'survey_responses',
+        values: rows,
+        format: 'JSONEachRow',
+        // One part per week touched (schema/004 partitions by week): a batch of up to 1000
+        // records spread over years would pass the default limit of 100 partitions.
+        clickhouse_settings: { max_partitions_per_insert_block: '1000' },
+      });
       return rows.length;
     } catch (err) {
       throw clickHouseHttpError(err) ?? err;

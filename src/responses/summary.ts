@@ -1,7 +1,7 @@
 /**
  * SEARCH /1.0/survey/<survey_ids>/response/summary: NPS / CSAT / CES, completion, end reasons,
- * languages and supports of the responses in scope, in ONE query (per-row arrays, -Map/-If
- * aggregates), plus the polling cache shared with the aggregation endpoint.
+ * languages and supports of the responses in scope, in ONE query (one pass over narrow columns,
+ * see compileSummary), plus the polling cache shared with the aggregation endpoint.
  *
  * Decisions (where the spec is silent):
  * - Scores come from answer entries (not responses): a response with two NPS answers counts twice.
@@ -25,10 +25,10 @@ import { parseOrThrow } from '../server/errors.ts';
 import { QUERY_SETTINGS, compileScope, type Scope } from './compile.ts';
 import { runDashboardQuery } from '../clickhouse/result-cache.ts';
 import { COMPLETION_VALUES, parseSurveyIds, queryScopeSchema } from './filters.ts';
-import { hiddenFieldValuesSql } from './group-by.ts';
 
 // --- the summary -----------------------------------------------------------------------------------
 
+/** The scales; schema/004 computes nps_scores, csat_scores and ces_scores with these bounds and cta_types. */
 export const SCALES = {
   nps: { min: 0, max: 10 },
   csat: { min: 1, max: 5 },
@@ -61,32 +61,44 @@ export interface SummaryRow {
   support_counts: Record<string, number | string>;
 }
 
-/** Each value counted once per occurrence: value (text) -> count, summed over the responses. */
-const countValues = (valuesSql: string, name: string) =>
-  `sumMap(mapFromArrays(${valuesSql} AS ${name}_values, arrayMap(x -> toUInt64(1), ${name}_values))) AS ${name}`;
+/** Each element of an array column counted once per occurrence: value -> count, summed over the rows. */
+const countElements = (column: string) => `sumMap(mapFromArrays(${column}, arrayMap(x -> toUInt64(1), ${column})))`;
 
-/** The whole-number scores of answers of that cta_type on the scale, as text keys ("0".."10"). */
-function scoresSql(scale: ScaleName, bag: ParamBag): string {
-  const cta = bag.add(scale, 'String');
-  const min = bag.add(SCALES[scale].min, 'Float64');
-  const max = bag.add(SCALES[scale].max, 'Float64');
-  const onScale = `arrayFilter((s, c) -> ifNull(c = ${cta} AND s >= ${min} AND s <= ${max} AND s = floor(s), false), ans_scores, ans_cta_types)`;
-  return `arrayMap(s -> toString(toInt64(assumeNotNull(s))), ${onScale})`;
-}
-
+/**
+ * One pass over narrow columns, in two steps. The scores and the `support` values come from
+ * columns the engine computes at insert (schema/004: nps_scores, csat_scores, ces_scores hold the
+ * whole-number scores of SCALES; hf_support the distinct values of the hidden field `support`).
+ * The inner query groups the responses by (completion, end_reason, language, hf_support), all
+ * small LowCardinality/Enum keys (a few hundred groups), counting rows and score values per group;
+ * the outer query folds those groups into the seven maps.
+ * Measured on 1M responses of one org, one part per partition, 2 cores (engine CPU per query):
+ * 599 ms when one flat pass filtered ans_scores/ans_cta_types and all hidden-field arrays (the
+ * `support` part alone 372 ms: it read every user agent), 137 ms with the narrow columns (wall
+ * 362 -> 77 ms). On 10M: 1.38 s with the narrow columns in one flat pass (a sumMap(map(...)) per
+ * end reason and language costs ~300 ms of it), 0.99 s grouped. Splitting the summary into several
+ * queries (GROUPING SETS for the LowCardinality columns, ARRAY JOIN for the arrays) cost less CPU
+ * once the table is merged, but every query pays the FINAL read again, which is the larger cost
+ * while a partition holds several parts.
+ */
 export function compileSummary(scope: Scope): CompiledQuery {
   const bag = new ParamBag();
   const where = compileScope(scope, bag);
+  // Inner aliases are not column names and not lambda arguments of the filters (ClickHouse
+  // resolves aliases in WHERE).
+  const grouped =
+    `SELECT completion, end_reason, language, hf_support, count() AS group_rows, ` +
+    `${countElements('nps_scores')} AS group_nps, ${countElements('csat_scores')} AS group_csat, ${countElements('ces_scores')} AS group_ces ` +
+    `FROM survey_responses FINAL WHERE ${where} GROUP BY completion, end_reason, language, hf_support`;
   const columns = [
-    countValues(scoresSql('nps', bag), 'nps_counts'),
-    countValues(scoresSql('csat', bag), 'csat_counts'),
-    countValues(scoresSql('ces', bag), 'ces_counts'),
-    `sumMap(map(toString(completion), toUInt64(1))) AS completion_counts`,
-    `sumMapIf(map(toString(end_reason), toUInt64(1)), notEmpty(end_reason)) AS end_reason_counts`,
-    `sumMapIf(map(toString(language), toUInt64(1)), notEmpty(language)) AS language_counts`,
-    countValues(`arrayDistinct(${hiddenFieldValuesSql(bag.add('support', 'String'))})`, 'support_counts'),
+    'sumMap(group_nps) AS nps_counts',
+    'sumMap(group_csat) AS csat_counts',
+    'sumMap(group_ces) AS ces_counts',
+    'sumMap(map(toString(completion), group_rows)) AS completion_counts',
+    'sumMapIf(map(toString(end_reason), group_rows), notEmpty(end_reason)) AS end_reason_counts',
+    'sumMapIf(map(toString(language), group_rows), notEmpty(language)) AS language_counts',
+    "sumMap(mapFromArrays(CAST(hf_support, 'Array(String)'), arrayMap(x -> group_rows, hf_support))) AS support_counts",
   ];
-  return compiled(`SELECT ${columns.join(', ')} FROM survey_responses FINAL WHERE ${where}`, bag);
+  return compiled(`SELECT ${columns.join(', ')} FROM (${grouped})`, bag);
 }
 
 /** The engine row -> the summary object. Pure. */

@@ -4,6 +4,7 @@ import {
   MAX_RESPONSE_BUCKETS,
   aggregationBodySchema,
   compileAggregation,
+  docCountSql,
   compileBounds,
   fieldsNeedingBounds,
   planLevels,
@@ -148,12 +149,24 @@ describe('aggregation: series plans', () => {
   });
 });
 
+describe('aggregation: docCountSql (each response once per bucket)', () => {
+  const answer: GroupByRule = { kind: 'answer', field: 'answer', questionId: 'q' };
+  const first = (l: number) => `tupleElement(level${l}_j, 2) = 1`;
+  const cases: Array<[string, GroupByRule[], string]> = [
+    ['single-valued levels: count()', [completion, createdByDay], 'count()'],
+    ['one multi-valued level: the total counts its first values', [answer], `multiIf(depth = 0, countIf(${first(1)}), count())`],
+    ['multi-valued in the middle: depths above it filter on it, the date level below does not', [completion, answer, createdByDay], `multiIf(depth = 0, countIf(${first(2)}), depth = 1, countIf(${first(2)}), depth = 2, count(), count())`],
+    ['two multi-valued levels', [answer, answer], `multiIf(depth = 0, countIf(${first(1)} AND ${first(2)}), depth = 1, countIf(${first(2)}), count())`],
+  ];
+  for (const [name, rules, sql] of cases) it(name, () => expect(docCountSql(rules)).to.equal(sql));
+});
+
 describe('aggregation: compileAggregation', () => {
   it('completion then created_at by day: rollup, ranking, dense-series arithmetic as parameters', () => {
     const rules = [completion, createdByDay];
     const q = compileAggregation(scope(), rules, planLevels(rules, JANUARY, {}));
     const grouped =
-      'SELECT toString(completion) AS k1, ' +
+      'SELECT completion AS k1, ' +
       `if(created_at >= {p3:${DT}} AND created_at < {p4:${DT}}, intDiv(toUnixTimestamp64Micro(created_at) - toUnixTimestamp64Micro({p3:${DT}}), {p5:Int64}), NULL) AS k2, ` +
       '2 - bitCount(grouping(k1, k2)) AS depth, count() AS doc_count ' +
       `FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND created_at >= {p1:${DT}} AND created_at <= {p2:${DT}} ` +
@@ -188,22 +201,34 @@ describe('aggregation: compileAggregation', () => {
     expect(q.params).to.deep.equal({ p0: ORG, p1: JANUARY.start, p2: JANUARY.end, p3: '2024-01-01 00:00:00.000000', p4: '2024-02-01 00:00:00.000000', p5: 1, p6: 100 });
   });
 
-  it('answer and hidden_field levels: one row per distinct value (NULL when none), distinct ids counted', () => {
+  it('answer and hidden_field levels: one row per distinct value (NULL when none), each response counted once per bucket', () => {
     const rules: GroupByRule[] = [{ kind: 'answer', field: 'answer', questionId: "q'1" }, { kind: 'hidden_field', field: 'hidden_field', key: 'support' }];
     const q = compileAggregation(scope({ range: undefined }), rules, [undefined, undefined]);
     expect(q.sql).to.contain(
-      "SELECT tupleElement(arrayJoin(arrayMap(v -> (v, 1), if(empty(arrayDistinct(arrayFilter((v, q) -> q = {p1:String}, ans_values, ans_question_ids)) AS level1_values), [NULL], CAST(level1_values, 'Array(Nullable(String))')))), 1) AS k1, " +
-        "tupleElement(arrayJoin(arrayMap(v -> (v, 2), if(empty(arrayDistinct(arrayFilter((v, k) -> k = {p2:String}, arrayMap((t, s, b, n) -> multiIf(t = 0, s, t = 1, if(b, 'true', 'false'), toString(n)), hf_types, hf_strings, hf_bools, hf_numbers), hf_keys)) AS level2_values), [NULL], CAST(level2_values, 'Array(Nullable(String))')))), 1) AS k2, " +
-        '2 - bitCount(grouping(k1, k2)) AS depth, uniqExact(id) AS doc_count FROM survey_responses FINAL WHERE org_id = {p0:UUID} GROUP BY ROLLUP(k1, k2)',
+      "SELECT tupleElement(arrayJoin(arrayMap((v, i) -> (v, i, 1), if(empty(arrayDistinct(arrayFilter((v, q) -> q = {p1:String}, ans_values, ans_question_ids)) AS level1_values), [NULL], CAST(level1_values, 'Array(Nullable(String))')) AS level1_list, arrayEnumerate(level1_list))) AS level1_j, 1) AS k1, " +
+        "tupleElement(arrayJoin(arrayMap((v, i) -> (v, i, 2), if(empty(arrayDistinct(arrayMap(p -> substring(p, length({p2:String}) + 2), arrayFilter(p -> startsWith(p, {p2:String}), hf_pairs))) AS level2_values), [NULL], CAST(level2_values, 'Array(Nullable(String))')) AS level2_list, arrayEnumerate(level2_list))) AS level2_j, 1) AS k2, " +
+        '2 - bitCount(grouping(k1, k2)) AS depth, ' +
+        // depth 0 (all responses): the row of the first value of both levels; depth 1: of level 2; leaves: every row
+        'multiIf(depth = 0, countIf(tupleElement(level1_j, 2) = 1 AND tupleElement(level2_j, 2) = 1), depth = 1, countIf(tupleElement(level2_j, 2) = 1), count()) AS doc_count ' +
+        'FROM survey_responses FINAL WHERE org_id = {p0:UUID} GROUP BY ROLLUP(k1, k2)',
     );
     // the question id travels as a parameter, quote and all
-    expect(q.params).to.deep.equal({ p0: ORG, p1: "q'1", p2: 'support', p3: 100 });
+    expect(q.params).to.deep.equal({ p0: ORG, p1: "q'1", p2: 'support\u0000', p3: 100 });
+  });
+
+  it('a hidden_field key holding NUL reads the hidden-field arrays (hf_pairs leaves such keys out)', () => {
+    const rules: GroupByRule[] = [{ kind: 'hidden_field', field: 'hidden_field', key: 'a\u0000b' }];
+    const q = compileAggregation(scope({ range: undefined }), rules, [undefined]);
+    expect(q.sql).to.contain(
+      "arrayDistinct(arrayFilter((v, k) -> k = {p1:String}, arrayMap((t, s, b, n) -> multiIf(t = 0, s, t = 1, if(b, 'true', 'false'), toString(n)), hf_types, hf_strings, hf_bools, hf_numbers), hf_keys)) AS level1_values",
+    );
+    expect(q.params).to.deep.equal({ p0: ORG, p1: 'a\u0000b', p2: 100 });
   });
 
   it('three levels: survey, end_reason, histogram; ancestors ranked at both upper levels', () => {
     const rules: GroupByRule[] = [{ kind: 'survey_id', field: 'survey_id' }, { kind: 'end_reason', field: 'end_reason' }, { kind: 'date', field: 'last_activity_at', minInterval: 'hour', buckets: 24 }];
     const q = compileAggregation(scope({ surveyIds: ['aaaaaaaa-0000-4000-8000-000000000001'] }), rules, planLevels(rules, JANUARY, {}));
-    expect(q.sql).to.contain('SELECT toString(survey_id) AS k1, if(empty(end_reason), NULL, toString(end_reason)) AS k2, if(last_answer_at >= {p4:');
+    expect(q.sql).to.contain('SELECT survey_id AS k1, if(empty(end_reason), NULL, end_reason) AS k2, if(last_answer_at >= {p4:');
     expect(q.sql).to.contain('3 - bitCount(grouping(k1, k2, k3)) AS depth, count() AS doc_count');
     expect(q.sql).to.contain('PARTITION BY depth, if(depth >= 2, k1, NULL), if(depth >= 3, k2, NULL) ORDER BY doc_count DESC, multiIf(depth = 1, toString(k1), depth = 2, toString(k2), toString(k3)) ASC');
     expect(q.sql).to.contain('max(if(depth = 2, r, 0)) OVER (PARTITION BY if(depth >= 2, k1, NULL), if(depth >= 2, k2, NULL)) AS r2');

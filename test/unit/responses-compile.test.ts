@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import * as v from 'valibot';
 import { ParamBag } from '../../src/clickhouse/sql.ts';
 import { HttpError, parseOrThrow } from '../../src/server/errors.ts';
-import { compileScope, compileSearch } from '../../src/responses/compile.ts';
+import { compileScope, compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts } from '../../src/responses/compile.ts';
 import {
   HIDDEN_FIELD_OPERATORS, OPERATORS, RESPONSE_KEY_OPERATORS, parseSurveyIds, queryScopeSchema, searchBodySchema,
   type FilterNode, type Operator,
@@ -81,13 +81,20 @@ const cases: Case[] = [
   [r('completion', 'in', { values: ['not_started', 'partially_completed'] }), 'completion IN {p1:Array(String)}', { p1: ['not_started', 'partially_completed'] }],
   [r('completion', 'not_in', { values: ['fully_completed'] }), 'NOT (completion IN {p1:Array(String)})', { p1: ['fully_completed'] }],
   // hidden fields: typed by the stored entry
-  [hf('os', 'eq', { value: 'Linux' }), 'arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND s = {p2:String})), hf_keys, hf_types, hf_strings)', { p1: 'os', p2: 'Linux' }],
-  [hf('age', 'eq', { value: 30 }), ARR_S('arrayExists((k, t, s, n) -> k = {p1:String} AND ((t = 0 AND s = {p2:String}) OR (t = 2 AND n = {p3:Float64})), hf_keys, hf_types, hf_strings, hf_numbers)'), { p1: 'age', p2: '30', p3: 30 }],
-  [hf('age', 'eq', { value: '30.5' }), 'arrayExists((k, t, s, n) -> k = {p1:String} AND ((t = 0 AND s = {p2:String}) OR (t = 2 AND n = {p3:Float64})), hf_keys, hf_types, hf_strings, hf_numbers)', { p1: 'age', p2: '30.5', p3: 30.5 }],
-  [hf('logged_in', 'eq', { value: true }), 'arrayExists((k, t, s, b) -> k = {p1:String} AND ((t = 0 AND s = {p2:String}) OR (t = 1 AND b = {p3:Bool})), hf_keys, hf_types, hf_strings, hf_bools)', { p1: 'logged_in', p2: 'true', p3: true }],
-  [hf('os', 'neq', { value: 'Linux' }), 'NOT (arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND s = {p2:String})), hf_keys, hf_types, hf_strings))', { p1: 'os', p2: 'Linux' }],
-  [hf('x', 'in', { values: ['a', 2, false] }), 'arrayExists((k, t, s, b, n) -> k = {p1:String} AND ((t = 0 AND has({p2:Array(String)}, s)) OR (t = 2 AND has({p3:Array(Float64)}, n)) OR (t = 1 AND has({p4:Array(Bool)}, b))), hf_keys, hf_types, hf_strings, hf_bools, hf_numbers)', { p1: 'x', p2: ['a', '2', 'false'], p3: [2], p4: [false] }],
-  [hf('os', 'not_in', { values: ['Linux', 'Mac'] }), 'NOT (arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND has({p2:Array(String)}, s))), hf_keys, hf_types, hf_strings))', { p1: 'os', p2: ['Linux', 'Mac'] }],
+  // eq / in: a few candidate entries of hf_pairs ("key NUL tag text"), each a dictionary lookup
+  [hf('os', 'eq', { value: 'Linux' }), 'has(hf_pairs, {p1:String})', { p1: 'os\u0000sLinux' }],
+  [hf('age', 'eq', { value: 30 }), '(has(hf_pairs, {p1:String}) OR has(hf_pairs, concat({p2:String}, toString({p3:Float64}))))', { p1: 'age\u0000s30', p2: 'age\u0000n', p3: 30 }],
+  [hf('age', 'eq', { value: '30.5' }), '(has(hf_pairs, {p1:String}) OR has(hf_pairs, concat({p2:String}, toString({p3:Float64}))))', { p1: 'age\u0000s30.5', p2: 'age\u0000n', p3: 30.5 }],
+  [hf('logged_in', 'eq', { value: true }), '(has(hf_pairs, {p1:String}) OR has(hf_pairs, {p2:String}))', { p1: 'logged_in\u0000strue', p2: 'logged_in\u0000btrue' }],
+  [hf('n', 'eq', { value: 0 }), '(has(hf_pairs, {p1:String}) OR has(hf_pairs, {p2:String}) OR has(hf_pairs, {p3:String}))', { p1: 'n\u0000s0', p2: 'n\u0000n0', p3: 'n\u0000n-0' }],
+  [hf('os', 'neq', { value: 'Linux' }), 'NOT (has(hf_pairs, {p1:String}))', { p1: 'os\u0000sLinux' }],
+  [hf('x', 'in', { values: ['a', 2, false] }), '(has(hf_pairs, {p1:String}) OR has(hf_pairs, {p2:String}) OR has(hf_pairs, {p3:String}) OR has(hf_pairs, {p4:String}) OR has(hf_pairs, concat({p5:String}, toString({p6:Float64}))))', { p1: 'x\u0000sa', p2: 'x\u0000s2', p3: 'x\u0000sfalse', p4: 'x\u0000bfalse', p5: 'x\u0000n', p6: 2 }],
+  [hf('os', 'not_in', { values: ['Linux', 'Mac'] }), 'NOT ((has(hf_pairs, {p1:String}) OR has(hf_pairs, {p2:String})))', { p1: 'os\u0000sLinux', p2: 'os\u0000sMac' }],
+  // ... and the arrays when hf_pairs cannot answer: more than 8 candidates, a NUL in the key or a value
+  [hf('os', 'in', { values: ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'] }), 'arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND has({p2:Array(String)}, s))), hf_keys, hf_types, hf_strings)', { p1: 'os', p2: ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i'] }],
+  [hf('o\u0000s', 'eq', { value: 'Linux' }), 'arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND s = {p2:String})), hf_keys, hf_types, hf_strings)', { p1: 'o\u0000s', p2: 'Linux' }],
+  [hf('os', 'eq', { value: 'Li\u0000nux' }), 'arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND s = {p2:String})), hf_keys, hf_types, hf_strings)', { p1: 'os', p2: 'Li\u0000nux' }],
+  [hf('age', 'in', { values: [30, 18] }), '(has(hf_pairs, {p1:String}) OR has(hf_pairs, {p2:String}) OR has(hf_pairs, concat({p3:String}, toString({p4:Float64}))) OR has(hf_pairs, concat({p3:String}, toString({p5:Float64}))))', { p1: 'age\u0000s30', p2: 'age\u0000s18', p3: 'age\u0000n', p4: 30, p5: 18 }],
   [hf('os', 'null'), 'NOT has(hf_keys, {p1:String})', { p1: 'os' }],
   [hf('os', 'not_null'), 'has(hf_keys, {p1:String})', { p1: 'os' }],
   [hf('page_title', 'contains', { value: 'Pricing' }), 'arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND positionCaseInsensitiveUTF8(s, {p2:String}) > 0)), hf_keys, hf_types, hf_strings)', { p1: 'page_title', p2: 'Pricing' }],
@@ -236,16 +243,57 @@ describe('responses: filter compiler', () => {
   });
 
   describe('search', () => {
-    it('compiles a page query and a count query over the same scope', () => {
-      const { page, count } = compileSearch({ orgId: ORG, surveyIds: [U1], filtersBool: 'AND', filters: parseFilters([r('language', 'eq', { value: 'fr' })]) }, 25, 50);
+    const scope = () => ({ orgId: ORG, surveyIds: [U1], filtersBool: 'AND' as const, filters: parseFilters([r('language', 'eq', { value: 'fr' })]) });
+    it('compiles the count with one countIf per window start', () => {
+      const count = compileSearchCount(scope(), ['2024-01-02 00:00:00.000000', '2024-01-01 00:00:00.000000']);
+      expect(count.sql).to.equal(
+        "SELECT count() AS total, countIf(created_at >= {p3:DateTime64(6, 'UTC')}) AS w0, countIf(created_at >= {p4:DateTime64(6, 'UTC')}) AS w1 " +
+          'FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String})',
+      );
+      expect(count.params).to.deep.equal({ p0: ORG, p1: [U1], p2: 'fr', p3: '2024-01-02 00:00:00.000000', p4: '2024-01-01 00:00:00.000000' });
+      expect(Object.isFrozen(count)).to.equal(true);
+      expect(Object.isFrozen(count.params)).to.equal(true);
+    });
+    it('compiles the page over the same scope, optionally from a window start', () => {
+      const page = compileSearchPage(scope(), 25, 50);
       expect(page.sql).to.equal(
         'SELECT doc FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) ORDER BY created_at DESC, id DESC LIMIT {p3:UInt32} OFFSET {p4:UInt32}',
       );
       expect(page.params).to.deep.equal({ p0: ORG, p1: [U1], p2: 'fr', p3: 25, p4: 50 });
-      expect(count.sql).to.equal('SELECT count() AS total FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String})');
-      expect(count.params).to.deep.equal({ p0: ORG, p1: [U1], p2: 'fr' });
-      expect(Object.isFrozen(page)).to.equal(true);
-      expect(Object.isFrozen(page.params)).to.equal(true);
+      const windowed = compileSearchPage(scope(), 25, 50, '2024-01-02 00:00:00.000000');
+      expect(windowed.sql).to.equal(
+        "SELECT doc FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) AND created_at >= {p3:DateTime64(6, 'UTC')} ORDER BY created_at DESC, id DESC LIMIT {p4:UInt32} OFFSET {p5:UInt32}",
+      );
+      expect(windowed.params).to.deep.equal({ p0: ORG, p1: [U1], p2: 'fr', p3: '2024-01-02 00:00:00.000000', p4: 25, p5: 50 });
+      expect(Object.isFrozen(windowed)).to.equal(true);
+    });
+    const NOW = Date.UTC(2024, 5, 15, 12, 0, 0);
+    it('window starts: 1 hour, 1 day, 7, 30 and 365 days before now without a range end', () => {
+      expect(pageWindowStarts(undefined, NOW)).to.deep.equal([
+        '2024-06-15 11:00:00.000000', '2024-06-14 12:00:00.000000', '2024-06-08 12:00:00.000000', '2024-05-16 12:00:00.000000', '2023-06-16 12:00:00.000000',
+      ]);
+    });
+    it('window starts: before the range end when it is earlier than now, before now when later', () => {
+      expect(pageWindowStarts('2024-01-10 00:00:00.000123', NOW)[0]).to.equal('2024-01-09 23:00:00.000123');
+      expect(pageWindowStarts('2030-01-01 00:00:00.000000', NOW)[0]).to.equal('2024-06-15 11:00:00.000000');
+    });
+    const starts = ['h', 'd', 'w', 'm', 'y'];
+    const row = { total: 40, w0: 3, w1: '12', w2: 20, w3: 30, w4: 40 };
+    const windows: Array<[number, number, string | undefined]> = [
+      [0, 3, 'h'], // the last hour holds the whole page
+      [0, 4, 'd'], // one more row: the last day
+      [2, 10, 'd'], // offset counts: 12 rows needed
+      [10, 11, 'm'],
+      [0, 40, 'y'],
+      [30, 11, undefined], // 41 rows: more than any window holds, so the whole scope
+    ];
+    for (const [offset, size, expected] of windows) {
+      it(`page window: offset ${offset}, size ${size} -> ${expected ?? 'none'}`, () => {
+        expect(pageWindowStart(row, starts, offset, size)).to.equal(expected);
+      });
+    }
+    it('page window: no count row -> none', () => {
+      expect(pageWindowStart(undefined, starts, 0, 10)).to.equal(undefined);
     });
   });
 

@@ -1,0 +1,96 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { performance } from 'node:perf_hooks';
+import { insertEvents } from '../../src/events/routes.ts';
+import { toEventRows, type EventRow } from '../../src/events/rows.ts';
+import { parseEventBatch } from '../../src/events/schema.ts';
+import { PerSecond, summarize, type LatencySummary } from '../lib/stats.ts';
+
+/**
+ * The limit: the same events inserted straight into `events` with @clickhouse/client, no HTTP, no
+ * validation, no group commit. Rows come from the service's own parseEventBatch + toEventRows,
+ * computed before the clock starts, and go through the service's own insertEvents (the same
+ * JSONEachRow INSERT with the same settings), so the difference between the two is exactly what
+ * the service adds: HTTP, JSON parsing, validation, row building, queueing.
+ */
+export interface DirectResult {
+  rows_per_insert: number;
+  concurrency: number;
+  seconds: number;
+  inserts: number;
+  rows: number;
+  events_per_s: number;
+  inserts_per_s: number;
+  latency_ms: LatencySummary;
+  failures: number;
+  failure_sample: string | undefined;
+  /** Every insert of the phase that succeeded: what must be in the table. */
+  inserted_rows_total: number;
+  per_second_events: number[];
+}
+
+/** Rows for `orgId`, grouped `rowsPerInsert` to an INSERT, cycling through the batches. */
+export function prepareInserts(batches: unknown[][], orgId: string, rowsPerInsert: number, maxInserts = 64): EventRow[][] {
+  const receivedAt = new Date();
+  const rows = batches.flatMap((b) => toEventRows(orgId, parseEventBatch(b), receivedAt));
+  const out: EventRow[][] = [];
+  for (let i = 0; out.length < maxInserts && (out.length === 0 || i < rows.length); i += rowsPerInsert) {
+    const chunk: EventRow[] = [];
+    for (let k = 0; k < rowsPerInsert; k++) chunk.push(rows[(i + k) % rows.length]);
+    out.push(chunk);
+  }
+  return out;
+}
+
+export async function directInsert(
+  client: ClickHouseClient,
+  inserts: EventRow[][],
+  opts: { concurrency: number; seconds: number; warmupSeconds: number },
+): Promise<DirectResult> {
+  const start = performance.now();
+  const measureFrom = start + opts.warmupSeconds * 1000;
+  const end = measureFrom + opts.seconds * 1000;
+  const latencies: number[] = [];
+  const perSecond = new PerSecond(measureFrom);
+  let next = 0;
+  let ok = 0;
+  let rows = 0;
+  let total = 0;
+  let failures = 0;
+  let failureSample: string | undefined;
+  const worker = async () => {
+    while (performance.now() < end) {
+      const batch = inserts[next++ % inserts.length];
+      const t0 = performance.now();
+      try {
+        await insertEvents(client, batch);
+        const t1 = performance.now();
+        total += batch.length;
+        if (t1 >= measureFrom && t1 <= end) {
+          ok++;
+          rows += batch.length;
+          latencies.push(t1 - t0);
+          perSecond.add(t1, batch.length);
+        }
+      } catch (err) {
+        failures++;
+        failureSample ??= String((err as Error).message ?? err).slice(0, 300);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: opts.concurrency }, () => worker()));
+  return {
+    rows_per_insert: inserts[0]?.length ?? 0,
+    concurrency: opts.concurrency,
+    seconds: opts.seconds,
+    inserts: ok,
+    rows,
+    events_per_s: rows / opts.seconds,
+    inserts_per_s: ok / opts.seconds,
+    latency_ms: summarize(latencies),
+    failures,
+    failure_sample: failureSample,
+    inserted_rows_total: total,
+    per_second_events: perSecond.values(opts.seconds),
+  };
+}

@@ -1,0 +1,85 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+
+/**
+ * CPU time of a process from /proc/<pid>/stat (user + system, all its threads, not its children):
+ * the service and its engine child are measured separately. Linux only; undefined elsewhere or
+ * once the process is gone.
+ */
+let ticksPerSecond: number | undefined;
+function clockTicks(): number {
+  if (ticksPerSecond === undefined) {
+    try {
+      ticksPerSecond = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      ticksPerSecond = 100;
+    }
+  }
+  return ticksPerSecond;
+}
+
+export function cpuSeconds(pid: number | undefined): number | undefined {
+  if (!pid) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // fields[0] is field 3 (state); utime and stime are fields 14 and 15.
+    return (Number(fields[11]) + Number(fields[12])) / clockTicks();
+  } catch {
+    return undefined;
+  }
+}
+
+/** This process's own CPU seconds (the load generator). */
+export function selfCpuSeconds(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1e6;
+}
+
+/**
+ * Busy CPU seconds of the whole machine (every process), from the first line of /proc/stat:
+ * what other processes took during a phase is this minus ours, a measure of how noisy it was.
+ */
+export function machineBusySeconds(): number | undefined {
+  try {
+    const line = readFileSync('/proc/stat', 'utf8').split('\n')[0];
+    // cpu  user nice system idle iowait irq softirq steal guest guest_nice
+    const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+    return (user + nice + system + irq + softirq + steal) / clockTicks();
+  } catch {
+    return undefined;
+  }
+}
+
+export interface CpuSnapshot {
+  service?: number;
+  engine?: number;
+  bench: number;
+  /** Everything else on the machine (other users of the CPUs): noise. */
+  other?: number;
+  /** Wall-clock seconds (in a delta). */
+  wall?: number;
+}
+
+export interface CpuPids {
+  service?: number;
+  engine?: number;
+}
+
+export function cpuSnapshot(pids: CpuPids): CpuSnapshot {
+  // `other` holds the machine total here; cpuDelta turns it into "everything but ours".
+  return { service: cpuSeconds(pids.service), engine: cpuSeconds(pids.engine), bench: selfCpuSeconds(), other: machineBusySeconds(), wall: performance.now() / 1000 };
+}
+
+const diff = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : b - a);
+
+export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): CpuSnapshot {
+  const service = diff(before.service, after.service);
+  const engine = diff(before.engine, after.engine);
+  const bench = after.bench - before.bench;
+  const machine = diff(before.other, after.other);
+  const other = machine === undefined ? undefined : Math.max(0, machine - (service ?? 0) - (engine ?? 0) - bench);
+  return { service, engine, bench, other, wall: diff(before.wall, after.wall) };
+}

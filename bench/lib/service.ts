@@ -1,0 +1,211 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import { join } from 'node:path';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { buildClient } from '../../src/clickhouse/connection.ts';
+import { findRunningEngine, type EngineEndpoint } from '../../src/clickhouse/engine.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { mintToken } from '../../src/tokens/tokens.ts';
+import { REPO_ROOT } from './machine.ts';
+
+/**
+ * The service under test, as the bench sees it: its URL, a ClickHouse client on its database (to
+ * mint tokens, count stored rows, read system.query_log and insert directly), and the pids whose
+ * CPU time is measured.
+ */
+export interface BenchTarget {
+  url: string;
+  /** 'embedded' (an engine in dataDir) or 'external' (CLICKHOUSE_URL). */
+  storage: 'embedded' | 'external';
+  dataDir: string | undefined;
+  config: Config;
+  client: ClickHouseClient;
+  endpoint: EngineEndpoint;
+  /** The service's node process (undefined for --url without --pid). */
+  servicePid: number | undefined;
+  /** The embedded engine's process, from DATA_DIR/engine.json (undefined with CLICKHOUSE_URL). */
+  enginePid(): number | undefined;
+  /** The environment the service was started with (the settings of the run). */
+  serviceEnv: Record<string, string>;
+  /** Extra node flags the service was started with. */
+  serviceNodeArgs: string[];
+  /** A fresh events token for a new organization. */
+  mintEventsToken(orgId: string): Promise<string>;
+  /** Last lines of the service's stderr (for failures). */
+  stderrTail(): string;
+  stop(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Extra service environment (INGEST_* etc.); overrides the bench defaults below. */
+  env?: Record<string, string>;
+  /** Write a V8 CPU profile of the service to this directory (node --cpu-prof). */
+  cpuProfDir?: string;
+  /** Extra node/V8 flags for the service process, e.g. --max-semi-space-size=64. */
+  nodeArgs?: string[];
+  /** Keep the temporary DATA_DIR after the run. */
+  keepData?: boolean;
+  log?: (line: string) => void;
+}
+
+/** What makes the service measurable: no per-request log lines, rate limiting lifted. */
+export const BENCH_SERVICE_ENV: Record<string, string> = {
+  LOG_LEVEL: 'warn',
+  RATE_LIMIT_EVENTS: '1000000',
+};
+
+const STARTUP_TIMEOUT_MS = 180_000;
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+function readEnginePid(dataDir: string): number | undefined {
+  try {
+    return JSON.parse(readFileSync(join(dataDir, 'engine.json'), 'utf8')).pid;
+  } catch {
+    return undefined;
+  }
+}
+
+async function connectStorage(config: Config): Promise<{ endpoint: EngineEndpoint; client: ClickHouseClient }> {
+  let endpoint: EngineEndpoint | undefined;
+  if (config.clickhouse.url) endpoint = { url: config.clickhouse.url, headers: {} };
+  else endpoint = await findRunningEngine(config.dataDir);
+  if (!endpoint) throw new Error(`no running engine found in ${config.dataDir} (is the service running on it?)`);
+  return { endpoint, client: buildClient(endpoint, config, config.clickhouse.database) };
+}
+
+/**
+ * Starts `node bin/tallyhouse.js serve` as a child process: embedded engine in a fresh temporary
+ * DATA_DIR, or CLICKHOUSE_URL when the bench's environment sets it. PORT=0 and the URL is read
+ * from the start-up banner ("running at http://..."); with CLICKHOUSE_URL no banner is printed, so
+ * a free port is picked and /readyz polled instead.
+ */
+export async function startService(opts: StartOptions = {}): Promise<BenchTarget> {
+  const log = opts.log ?? (() => {});
+  const external = Boolean(process.env.CLICKHOUSE_URL);
+  const dataDir = mkdtempSync(join(os.tmpdir(), 'tallyhouse-bench-'));
+  const port = external ? await freePort() : 0;
+  const serviceEnv: Record<string, string> = { ...BENCH_SERVICE_ENV, DATA_DIR: dataDir, PORT: String(port), ...(opts.env ?? {}) };
+  const env = { ...process.env, ...serviceEnv };
+  // NODE_OPTIONS would reach the engine child as well: profile flags go on this command line only.
+  const nodeArgs = [...(opts.nodeArgs ?? []), ...(opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`] : [])];
+  const child = spawn(process.execPath, [...nodeArgs, 'bin/tallyhouse.js', 'serve'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => {
+    stderr = (stderr + s).slice(-20_000);
+  });
+  let exited: number | null | undefined;
+  const exit = new Promise<void>((resolve) => child.once('exit', (code) => ((exited = code), resolve())));
+  const stderrTail = () => stderr.split('\n').slice(-30).join('\n');
+
+  const stopChild = async () => {
+    if (exited !== undefined) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child.kill('SIGKILL'), 45_000);
+    await exit;
+    clearTimeout(timer);
+  };
+
+  try {
+    log(`starting the service (${external ? `CLICKHOUSE_URL=${process.env.CLICKHOUSE_URL}` : `embedded engine, DATA_DIR=${dataDir}`})`);
+    const url = await waitForService(child, () => stdout, () => exited, external ? `http://127.0.0.1:${port}` : undefined, stderrTail);
+    const config = loadConfig({ ...process.env, ...serviceEnv });
+    const { endpoint, client } = await connectStorage(config);
+    log(`service up at ${url}`);
+    return {
+      url,
+      storage: external ? 'external' : 'embedded',
+      dataDir,
+      config,
+      client,
+      endpoint,
+      servicePid: child.pid,
+      enginePid: () => (external ? undefined : readEnginePid(dataDir)),
+      serviceEnv,
+      serviceNodeArgs: opts.nodeArgs ?? [],
+      mintEventsToken: async (orgId) => (await mintToken(client, orgId, ['events'], 'bench')).token,
+      stderrTail,
+      stop: async () => {
+        await client.close();
+        await stopChild();
+        if (!opts.keepData) rmSync(dataDir, { recursive: true, force: true });
+      },
+    };
+  } catch (err) {
+    await stopChild();
+    if (!opts.keepData) rmSync(dataDir, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+async function waitForService(
+  child: ChildProcess,
+  stdout: () => string,
+  exited: () => number | null | undefined,
+  pollUrl: string | undefined,
+  stderrTail: () => string,
+): Promise<string> {
+  const deadline = Date.now() + STARTUP_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (exited() !== undefined) {
+      throw new Error(`the service exited with code ${exited()} before it was up:\n${stderrTail()}`);
+    }
+    if (pollUrl) {
+      try {
+        if ((await fetch(`${pollUrl}/readyz`)).status === 200) return pollUrl;
+      } catch {
+        /* not listening yet */
+      }
+    } else {
+      const m = /running at (http:\/\/\S+)/.exec(stdout());
+      if (m) return m[1];
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`the service did not come up within ${STARTUP_TIMEOUT_MS / 1000} s:\n${stderrTail()}`);
+}
+
+/**
+ * A service somebody else runs (--url). The bench still needs its storage, to mint tokens and
+ * count rows: --data-dir (embedded engine) or CLICKHOUSE_URL. CPU is measured only with --pid.
+ */
+export async function attachService(url: string, opts: { dataDir?: string; pid?: number }): Promise<BenchTarget> {
+  const env = { ...process.env, ...(opts.dataDir ? { DATA_DIR: opts.dataDir } : {}) };
+  const config = loadConfig(env);
+  if (!config.clickhouse.url && !(opts.dataDir && existsSync(join(config.dataDir, 'engine.json')))) {
+    throw new Error('--url needs the service storage too: --data-dir <its DATA_DIR> or CLICKHOUSE_URL');
+  }
+  const { endpoint, client } = await connectStorage(config);
+  return {
+    url: url.replace(/\/$/, ''),
+    storage: config.clickhouse.url ? 'external' : 'embedded',
+    dataDir: config.clickhouse.url ? undefined : config.dataDir,
+    config,
+    client,
+    endpoint,
+    servicePid: opts.pid,
+    enginePid: () => (config.clickhouse.url ? undefined : readEnginePid(config.dataDir)),
+    serviceEnv: {},
+    serviceNodeArgs: [],
+    mintEventsToken: async (orgId) => (await mintToken(client, orgId, ['events'], 'bench')).token,
+    stderrTail: () => '',
+    stop: async () => {
+      await client.close();
+    },
+  };
+}

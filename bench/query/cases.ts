@@ -1,0 +1,141 @@
+/**
+ * What the query bench asks: each case is one HTTP request (path + body) and the same work done
+ * directly on the engine (the same queries in the same order, compiled by the service's own
+ * compiler functions, run with @clickhouse/client), so that the difference between the two is
+ * HTTP + JSON shaping.
+ *
+ * Every body carries the same created_at range: the last 99 days of the data plus one empty day,
+ * i.e. the whole data set of the default 90-day seed. Variant i moves `range.end` i milliseconds
+ * back inside that empty last day: the answer does not change, but the SQL parameters do, so a
+ * variant is never served by the service's 3 s polling cache (a "first run"). Variant 0 is the one
+ * repeated back to back (the "repeated" runs, which the polling cache serves).
+ */
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { CompiledQuery } from '../../src/clickhouse/sql.ts';
+import { DASHBOARD_QUERY_CACHE_SETTINGS } from '../../src/clickhouse/result-cache.ts';
+import { aggregationBodySchema, compileAggregation, planLevels } from '../../src/responses/aggregation.ts';
+import { QUERY_SETTINGS, compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, type SearchCountRow, type Scope } from '../../src/responses/compile.ts';
+import { queryScopeSchema, searchBodySchema, parseSurveyIds } from '../../src/responses/filters.ts';
+import type { GroupByRule } from '../../src/responses/group-by.ts';
+import { MICROS_PER_DAY, formatMicros, parseInstantMicros } from '../../src/responses/histogram.ts';
+import { compileSummary } from '../../src/responses/summary.ts';
+import * as v from 'valibot';
+import type { Dataset } from './dataset.ts';
+
+export type Endpoint = 'search' | 'summary' | 'aggregation';
+
+export interface BenchCase {
+  name: string;
+  endpoint: Endpoint;
+  /** `<survey_ids>` of the path. */
+  surveys: string;
+  /** The request body of variant i (see the file comment). */
+  body(variant: number): Record<string, unknown>;
+  /**
+   * What the service runs for that body, in the same order, with the SQL compiled by the service's
+   * own compiler functions; `exec` runs one query and returns its rows.
+   */
+  direct(exec: Exec, variant: number): Promise<void>;
+}
+
+export type Exec = <T>(q: CompiledQuery) => Promise<T[]>;
+
+export function pathOf(c: BenchCase): string {
+  const base = `/1.0/survey/${c.surveys}/response`;
+  return c.endpoint === 'search' ? base : `${base}/${c.endpoint}`;
+}
+
+/** Range of the bodies: [start, end0 - variant ms], 100 daily buckets, the last one empty. */
+export function benchRange(data: Dataset, variant: number): { start: string; end: string } {
+  const max = parseInstantMicros(data.maxCreatedAt)!;
+  const lastDay = (max / MICROS_PER_DAY) * MICROS_PER_DAY;
+  const start = lastDay - 98n * MICROS_PER_DAY;
+  const end = start + 100n * MICROS_PER_DAY - 1000n - BigInt(variant) * 1000n;
+  return { start: formatMicros(start), end: formatMicros(end) };
+}
+
+function scopeOf(orgId: string, surveys: string, parsed: v.InferOutput<typeof queryScopeSchema>): Scope {
+  return { orgId, surveyIds: parseSurveyIds(surveys), filtersBool: parsed.filters_bool, filters: parsed.filters, range: parsed.range };
+}
+
+function searchCase(data: Dataset, name: string, filters: unknown[], surveys = '*'): BenchCase {
+  const body = (i: number) => ({ range: benchRange(data, i), filters, size: 10 });
+  return {
+    name,
+    endpoint: 'search',
+    surveys,
+    body,
+    direct: async (exec, i) => {
+      // As search.ts: the count with the window counts, then the page from the smallest window.
+      const parsed = v.parse(searchBodySchema, body(i));
+      const scope = scopeOf(data.orgId, surveys, parsed);
+      const windows = pageWindowStarts(parsed.range?.end, Date.now());
+      const [counts] = await exec<SearchCountRow>(compileSearchCount(scope, windows));
+      const total = Number(counts?.total ?? 0);
+      if (parsed.size > 0 && parsed.offset < total) {
+        await exec(compileSearchPage(scope, parsed.size, parsed.offset, pageWindowStart(counts, windows, parsed.offset, parsed.size)));
+      }
+    },
+  };
+}
+
+function summaryCase(data: Dataset, name: string, surveys = '*'): BenchCase {
+  const body = (i: number) => ({ range: benchRange(data, i) });
+  return {
+    name,
+    endpoint: 'summary',
+    surveys,
+    body,
+    direct: async (exec, i) => {
+      await exec(compileSummary(scopeOf(data.orgId, surveys, v.parse(queryScopeSchema, body(i)))));
+    },
+  };
+}
+
+function aggregationCase(data: Dataset, name: string, groupBy: unknown[], surveys = '*'): BenchCase {
+  const body = (i: number) => ({ range: benchRange(data, i), group_by: groupBy });
+  return {
+    name,
+    endpoint: 'aggregation',
+    surveys,
+    body,
+    direct: async (exec, i) => {
+      const parsed = v.parse(aggregationBodySchema, body(i));
+      const rules = parsed.group_by as GroupByRule[];
+      // Both range bounds are given, so the service runs no bounds query: the plan comes from the range.
+      const plans = planLevels(rules, parsed.range, {});
+      await exec(compileAggregation(scopeOf(data.orgId, surveys, parsed), rules, plans));
+    },
+  };
+}
+
+export function benchCases(data: Dataset): BenchCase[] {
+  return [
+    searchCase(data, 'search: newest page, no filter', []),
+    searchCase(data, 'search: keyword (raw contains "slow")', [{ type: 'response', key: 'raw', operator: 'contains', value: 'slow' }]),
+    searchCase(data, 'search: hidden field country = FR', [{ type: 'response.hidden_field', key: 'country', operator: 'eq', value: 'FR' }]),
+    searchCase(data, 'search: alias contains "user-42"', [{ type: 'response', key: 'respondent_alias', operator: 'contains', value: 'user-42' }]),
+    searchCase(data, 'search: segment (busiest group)', [{ type: 'response', key: 'respondent_segments', operator: 'eq', value: data.segmentId }]),
+    summaryCase(data, 'summary (all surveys)'),
+    aggregationCase(data, 'aggregation: completion x 100 daily', [
+      { field: 'completion' },
+      { field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 100 },
+    ]),
+    aggregationCase(data, 'aggregation: survey_id under *', [{ field: 'survey_id' }]),
+    aggregationCase(data, 'aggregation: answer (NPS question)', [{ field: 'answer', question_id: data.npsQuestionId }], data.surveyIds[0]),
+  ];
+}
+
+/** Settings the service passes with the compiled SQL of an endpoint. */
+export function settingsFor(endpoint: Endpoint) {
+  return endpoint === 'search' ? { ...QUERY_SETTINGS } : { ...QUERY_SETTINGS, ...DASHBOARD_QUERY_CACHE_SETTINGS };
+}
+
+/** The case's queries straight on the engine, as the service runs them, rows parsed from JSONEachRow. */
+export async function runDirect(client: ClickHouseClient, c: BenchCase, variant: number): Promise<void> {
+  const settings = settingsFor(c.endpoint);
+  await c.direct(async <T>(q: CompiledQuery) => {
+    const rs = await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: settings });
+    return rs.json<T>();
+  }, variant);
+}

@@ -1,0 +1,409 @@
+/**
+ * Query bench: how fast search, summary and aggregation answer over HTTP on 1M (or 10M) survey
+ * responses, first run and repeated (polling cache), and what HTTP + JSON shaping add to the same
+ * SQL run directly on the engine. See bench/query/README.md for the method and how to read it.
+ *
+ *   node --import tsx bench/query/run.ts [--large] [--responses N] [--iterations 20] [--repeats 30] ...
+ */
+import { mkdtempSync, readdirSync } from 'node:fs';
+import os from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parseSeedArgs } from '../../src/seed/args.ts';
+import { mintToken } from '../../src/tokens/tokens.ts';
+import { parseFlags, positiveInt } from '../lib/args.ts';
+import { summarizeProfile, type ProfileSummary } from '../lib/cpuprofile.ts';
+import { machineInfo } from '../lib/machine.ts';
+import { cpuDelta, cpuSeconds, cpuSnapshot } from '../lib/proc.ts';
+import { writeResult } from '../lib/results.ts';
+import { round, summarize, type LatencySummary } from '../lib/stats.ts';
+import { printTable, type Cell } from '../lib/table.ts';
+import { benchCases, pathOf, runDirect, type Endpoint } from './cases.ts';
+import { ensureDataset, optimizeFinal, storageState, waitForMerges, type Dataset, type StorageState } from './dataset.ts';
+import { closeAgent, timedRequest } from './http.ts';
+import { engineFigures, type EngineFigures } from './engine-figures.ts';
+import { dataDirFor, startQueryService } from './service.ts';
+
+export interface QueryOptions {
+  /** Responses in the bench organization (1M by default, 10M with --large). */
+  responses: number;
+  surveys: number;
+  days: number;
+  /** Non-cached ("first") runs per case, each through HTTP and directly. */
+  iterations: number;
+  /** Back-to-back repeats of one body per case (the polling cache serves them). */
+  repeats: number;
+  /** Only the cases whose name contains this text. */
+  only?: string;
+  /**
+   * OPTIMIZE TABLE ... FINAL before measuring when a partition has more than one part (default):
+   * the state once background merges have caught up. false: measure the parts as they are (after
+   * a seed: several parts per week whose key ranges all overlap, the worst case for FINAL).
+   */
+  optimize: boolean;
+  /** Seconds to wait for background merges after a seed before measuring. */
+  mergeWaitSeconds: number;
+  /** Persistent DATA_DIR; default bench/.data/query-<size>. */
+  dataDir?: string;
+  env: Record<string, string>;
+  cpuProf: boolean;
+  write: boolean;
+  log: (line: string) => void;
+}
+
+export const DEFAULTS: QueryOptions = {
+  responses: 1_000_000,
+  surveys: 5,
+  days: 90,
+  iterations: 20,
+  repeats: 30,
+  optimize: true,
+  mergeWaitSeconds: 300,
+  env: {},
+  cpuProf: false,
+  write: true,
+  log: (line) => process.stderr.write(`[query] ${line}\n`),
+};
+
+/** `npm run bench`: the same 1M data set, fewer runs (the ingest bench shares the 5 minutes). */
+export const SHORT: Partial<QueryOptions> = { iterations: 7, repeats: 15, mergeWaitSeconds: 60 };
+
+/** The issue's targets (on 10M responses, 2 cores, embedded engine): p95 in ms. */
+export const TARGET_P95_MS: Record<Endpoint, number> = { search: 100, summary: 250, aggregation: 250 };
+
+export interface CaseResult {
+  name: string;
+  endpoint: Endpoint;
+  method: 'SEARCH';
+  path: string;
+  body: Record<string, unknown>;
+  /** What the answer held (a sanity check that the bench measured real work). */
+  answer: Record<string, unknown>;
+  /** The first request of the case in this run (after the service started). */
+  cold_ms: number;
+  /** HTTP, each body new to the polling cache. */
+  http_first: LatencySummary;
+  /** HTTP, the same body back to back (polling cache; search has no cache). */
+  http_repeated: LatencySummary;
+  /** The same compiled SQL run on the engine with @clickhouse/client (search: page + count side by side). */
+  direct: LatencySummary;
+  /** http_first p50 - direct p50: what the service adds (HTTP, auth, validation, JSON shaping). */
+  service_overhead_ms_p50: number;
+  /** Service CPU per HTTP request of the first runs (ms; /proc, 10 ms ticks averaged over the runs). */
+  service_cpu_ms_per_request: number | undefined;
+  /** Engine CPU per direct run (ms, all its threads): robust to other load on the machine, unlike wall time. */
+  engine_cpu_ms_per_run: number | undefined;
+  /** Rows/bytes read, elapsed and memory of each query, from the engine (one extra untimed run). */
+  engine: EngineFigures[];
+  /**
+   * Cores kept busy by OTHER processes on the machine during this case (their CPU seconds / wall
+   * seconds, from /proc/stat minus the service, the engine and the bench): noise. Above ~0.3 the
+   * figures of the case are inflated by contention for the 2 cores.
+   */
+  other_cores_busy: number | undefined;
+  target_p95_ms: number;
+  first_meets_target: boolean;
+  repeated_meets_target: boolean;
+}
+
+export interface QueryBenchResult {
+  bench: 'query';
+  started_at: string;
+  options: Omit<QueryOptions, 'log' | 'env'> & { short: boolean };
+  machine: Awaited<ReturnType<typeof machineInfo>>;
+  service_env: Record<string, string>;
+  dataset: Dataset;
+  storage: StorageState;
+  optimize_seconds?: number;
+  merges_settled: boolean;
+  cases: CaseResult[];
+  profile?: ProfileSummary;
+  seconds: number;
+  result_file?: string;
+}
+
+function summarizeAnswer(endpoint: Endpoint, body: any): Record<string, unknown> {
+  if (endpoint === 'search') return { total: body?.hits?.total?.value, returned: body?.hits?.responses?.length };
+  if (endpoint === 'summary') return { nps_total: body?.nps_groups?.total, nps_score: body?.nps_score, completion: body?.completion };
+  return { total: body?.hits?.total?.value, top_buckets: body?.aggregations?.buckets?.length };
+}
+
+export async function runQueryBench(input: Partial<QueryOptions> & { short?: boolean } = {}): Promise<QueryBenchResult> {
+  const short = input.short ?? false;
+  const opts: QueryOptions = { ...DEFAULTS, ...(short ? SHORT : {}), ...stripUndefined(input) };
+  const log = opts.log;
+  const t0 = Date.now();
+  const profDir = opts.cpuProf ? mkdtempSync(join(os.tmpdir(), 'tallyhouse-query-prof-')) : undefined;
+  const service = await startQueryService({ dataDir: opts.dataDir ?? dataDirFor(shortCount(opts.responses)), env: opts.env, cpuProfDir: profDir, log });
+  let result: QueryBenchResult | undefined;
+  try {
+    const client = service.client;
+    const dataset = await ensureDataset(client, { endpoint: service.endpoint, database: service.config.clickhouse.database }, { responses: opts.responses, surveys: opts.surveys, days: opts.days }, log);
+    let merges_settled = await waitForMerges(client, opts.mergeWaitSeconds * 1000, log);
+    let optimize_seconds: number | undefined;
+    let storage = await storageState(client, dataset.responses);
+    const multiPart = () => Object.values(storage.parts_per_partition).some((n) => n > 1);
+    // OPTIMIZE does nothing (silently) for a partition whose parts a running merge holds: retry.
+    for (let attempt = 0; opts.optimize && multiPart() && attempt < 3; attempt++) {
+      log(`OPTIMIZE TABLE survey_responses FINAL (${storage.active_parts} parts in ${Object.keys(storage.parts_per_partition).length} partitions)`);
+      optimize_seconds = round((optimize_seconds ?? 0) + (await optimizeFinal(service.endpoint, service.config.clickhouse.database)), 1);
+      merges_settled = await waitForMerges(client, opts.mergeWaitSeconds * 1000, log);
+      storage = await storageState(client, dataset.responses);
+    }
+    if (optimize_seconds !== undefined) log(`optimized in ${optimize_seconds} s: parts per partition ${JSON.stringify(storage.parts_per_partition)}`);
+    const machine = await machineInfo(client);
+    const token = (await mintToken(client, dataset.orgId, ['responses:read'], 'query bench')).token;
+
+    let variant = 1 + Math.floor(Math.random() * 1000) * 1000; // unique bodies across runs of one service too
+    const cases = benchCases(dataset).filter((c) => !opts.only || c.name.includes(opts.only));
+    const results: CaseResult[] = [];
+    for (const c of cases) {
+      log(`${c.name}: ${opts.iterations} first runs (HTTP and direct), ${opts.repeats} repeated`);
+      const send = async (v: number) => {
+        const r = await timedRequest(service.url, 'SEARCH', pathOf(c), token, c.body(v));
+        if (r.status !== 200) throw new Error(`${c.name}: HTTP ${r.status} ${r.text.slice(0, 500)}`);
+        return r;
+      };
+      const before = cpuSnapshot({ service: service.servicePid, engine: service.enginePid() });
+      const cold = await send(variant++);
+      const answer = summarizeAnswer(c.endpoint, JSON.parse(cold.text));
+
+      const first: number[] = [];
+      const direct: number[] = [];
+      let serviceCpu = 0;
+      let engineCpu = 0;
+      const enginePid = service.enginePid();
+      for (let i = 0; i < opts.iterations; i++) {
+        const v = variant++;
+        // Alternate which goes first, so neither always meets the other's warm caches.
+        const http = async () => {
+          const before = cpuSeconds(service.servicePid);
+          first.push((await send(v)).ms);
+          const after = cpuSeconds(service.servicePid);
+          if (before !== undefined && after !== undefined) serviceCpu += after - before;
+        };
+        const dir = async () => {
+          const before = cpuSeconds(enginePid);
+          const s = performance.now();
+          await runDirect(client, c, v);
+          direct.push(performance.now() - s);
+          const after = cpuSeconds(enginePid);
+          if (before !== undefined && after !== undefined) engineCpu += after - before;
+        };
+        if (i % 2 === 0) { await http(); await dir(); } else { await dir(); await http(); }
+      }
+      await send(0); // fills the polling cache for the repeats
+      const repeated: number[] = [];
+      for (let i = 0; i < opts.repeats; i++) repeated.push((await send(0)).ms);
+
+      const spent = cpuDelta(before, cpuSnapshot({ service: service.servicePid, engine: service.enginePid() }));
+      const engine = await engineFigures(client, c, variant++);
+      const httpFirst = summarize(first);
+      const directSummary = summarize(direct);
+      const httpRepeated = summarize(repeated);
+      const target = TARGET_P95_MS[c.endpoint];
+      results.push({
+        name: c.name,
+        endpoint: c.endpoint,
+        method: 'SEARCH',
+        path: pathOf(c),
+        body: c.body(0),
+        answer,
+        cold_ms: round(cold.ms),
+        http_first: roundSummary(httpFirst),
+        http_repeated: roundSummary(httpRepeated),
+        direct: roundSummary(directSummary),
+        service_overhead_ms_p50: round(httpFirst.p50 - directSummary.p50),
+        service_cpu_ms_per_request: cpuSeconds(service.servicePid) !== undefined ? round((serviceCpu * 1000) / first.length) : undefined,
+        engine_cpu_ms_per_run: cpuSeconds(enginePid) !== undefined ? round((engineCpu * 1000) / direct.length) : undefined,
+        engine,
+        other_cores_busy: spent.other !== undefined && spent.wall ? round(spent.other / spent.wall, 2) : undefined,
+        target_p95_ms: target,
+        first_meets_target: httpFirst.p95 <= target,
+        repeated_meets_target: httpRepeated.p95 <= target,
+      });
+    }
+
+    result = {
+      bench: 'query',
+      started_at: new Date(t0).toISOString(),
+      options: { ...withoutFns(opts), short },
+      machine,
+      service_env: service.serviceEnv,
+      dataset,
+      storage,
+      optimize_seconds,
+      merges_settled,
+      cases: results,
+      seconds: 0,
+    };
+  } finally {
+    closeAgent();
+    await service.stop();
+  }
+  if (profDir) {
+    const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
+    if (file) result.profile = summarizeProfile(join(profDir, file));
+  }
+  result.seconds = Math.round((Date.now() - t0) / 1000);
+  printResult(result);
+  if (opts.write) {
+    result.result_file = writeResult(`query-${shortCount(opts.responses)}`, result);
+    process.stdout.write(`\nresult: ${result.result_file}\n`);
+  }
+  return result;
+}
+
+function roundSummary(s: LatencySummary): LatencySummary {
+  return Object.fromEntries(Object.entries(s).map(([k, v]) => [k, k === 'count' ? v : round(v)])) as unknown as LatencySummary;
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function withoutFns(o: QueryOptions): Omit<QueryOptions, 'log' | 'env'> {
+  const { log: _log, env: _env, ...rest } = o;
+  return rest;
+}
+
+const shortCount = (n: number) => (n >= 1e6 && n % 1e6 === 0 ? `${n / 1e6}M` : n >= 1e3 && n % 1e3 === 0 ? `${n / 1e3}k` : String(n));
+
+function printResult(r: QueryBenchResult): void {
+  const d = r.dataset;
+  const st = r.storage;
+  process.stdout.write(
+    `\nquery bench: ${d.responses.toLocaleString('en-US')} responses in org ${d.orgId} (${d.surveys} surveys, ${d.days} days)` +
+      `${d.seeded ? `, seeded in this run at ${d.seeded.responses_per_second.toLocaleString('en-US')} responses/s` : ', reused'}\n` +
+      `storage: ${st.table_rows.toLocaleString('en-US')} rows in the table, ${st.active_parts} active parts (per partition ${JSON.stringify(st.parts_per_partition)}), ` +
+      `${(st.compressed_bytes / 2 ** 20).toFixed(0)} MiB compressed${r.optimize_seconds !== undefined ? `, OPTIMIZE FINAL took ${r.optimize_seconds} s` : ''}` +
+      `${r.merges_settled ? '' : ', MERGES STILL RUNNING (figures include their CPU use)'}\n` +
+      `machine: ${r.machine.cpus} CPUs (${r.machine.cpu_model}), ClickHouse ${r.machine.clickhouse}, node ${r.machine.node}, load average at start ${r.machine.load_average.join(' ')}\n`,
+  );
+  const rows: Cell[][] = r.cases.map((c) => {
+    const main = c.engine.find((e) => e.query === 'q0');
+    const second = c.engine.find((e) => e.query === 'q1');
+    return [
+      c.name,
+      c.cold_ms,
+      c.http_first.p50,
+      c.http_first.p95,
+      c.http_repeated.p50,
+      c.http_repeated.p95,
+      c.direct.p50,
+      c.direct.p95,
+      c.service_overhead_ms_p50,
+      main?.elapsed_ms,
+      second?.elapsed_ms,
+      c.engine_cpu_ms_per_run,
+      c.service_cpu_ms_per_request,
+      main ? round((main.read_rows + (second?.read_rows ?? 0)) / 1e6, 2) : undefined,
+      main ? round(main.read_mib + (second?.read_mib ?? 0), 0) : undefined,
+      c.other_cores_busy,
+      `${c.target_p95_ms} ${c.first_meets_target ? 'met' : 'MISSED'} / ${c.repeated_meets_target ? 'met' : 'MISSED'}`,
+    ];
+  });
+  printTable(
+    'latency in ms (first = new to the polling cache; repeated = same body back to back; direct = same SQL on the engine)',
+    ['case', 'cold', 'first p50', 'first p95', 'rep p50', 'rep p95', 'direct p50', 'direct p95', 'svc +ms', 'q0 ms', 'q1 ms', 'eng cpu', 'svc cpu', 'Mrows', 'MiB', 'noise', 'p95 target first/rep'],
+    rows,
+  );
+  process.stdout.write(
+    `\nsvc +ms = first p50 - direct p50 (HTTP, auth, validation, JSON shaping)\n` +
+      `q0 ms / q1 ms = the engine's elapsed time per query, from one extra run (search: q0 the count, q1 the page; others: q0 the one query)\n` +
+      `eng cpu / svc cpu = CPU ms per run of the engine (direct runs) / of the service (HTTP first runs)\n` +
+      `Mrows / MiB = rows / bytes the engine read per run (search: both queries)\n` +
+      `noise = cores kept busy by other processes during the case (0 to 2): above ~0.3 the latencies are inflated\n` +
+      `targets are for 10M responses; on smaller sets they are shown for reference\n`,
+  );
+  if (r.profile) {
+    printTable('service CPU profile: self time by area', ['area', 'ms', '% busy'], r.profile.by_area.slice(0, 12).map((a) => [a.area, a.ms, a.pct_busy]));
+  }
+  process.stdout.write(`\nquery bench done in ${r.seconds} s\n`);
+}
+
+// --- CLI ---------------------------------------------------------------------------------------------
+
+const USAGE = `usage: node --import tsx bench/query/run.ts [options]
+  --large             10M responses instead of 1M (seeded once, then reused)
+  --responses N       any size (10000, 500k, 10M)
+  --surveys S         surveys of the data set (default ${DEFAULTS.surveys})
+  --days D            days the data spans (default ${DEFAULTS.days})
+  --iterations N      first (not cached) runs per case, HTTP and direct each (default ${DEFAULTS.iterations})
+  --repeats N         repeated runs of one body per case (default ${DEFAULTS.repeats})
+  --only TEXT         only the cases whose name contains TEXT (e.g. search, summary, "completion")
+  --no-optimize       measure the parts as they are (default: OPTIMIZE ... FINAL first when a
+                      partition has several parts, the state after background merges)
+  --merge-wait S      seconds to wait for background merges before measuring (default ${DEFAULTS.mergeWaitSeconds})
+  --short             the npm run bench version (${SHORT.iterations} first runs, ${SHORT.repeats} repeats)
+  --data-dir DIR      the persistent DATA_DIR (default bench/.data/query-<size>, e.g. query-1M)
+  --env KEY=VALUE     extra service environment (repeatable)
+  --cpu-prof          profile the service (node --cpu-prof) and summarize it
+  --no-write          do not write the JSON result to bench/results/`;
+
+async function main(): Promise<number> {
+  const flags = parseFlags(
+    process.argv.slice(2),
+    {
+      large: { type: 'boolean' },
+      responses: { type: 'string' },
+      surveys: { type: 'string' },
+      days: { type: 'string' },
+      iterations: { type: 'string' },
+      repeats: { type: 'string' },
+      only: { type: 'string' },
+      'no-optimize': { type: 'boolean' },
+      'merge-wait': { type: 'string' },
+      short: { type: 'boolean' },
+      'data-dir': { type: 'string' },
+      env: { type: 'string', multiple: true },
+      'cpu-prof': { type: 'boolean' },
+      'no-write': { type: 'boolean' },
+      help: { type: 'boolean' },
+    },
+    USAGE,
+  );
+  if (flags.help) {
+    process.stdout.write(USAGE + '\n');
+    return 0;
+  }
+  // The seed's own parser reads 10M, 500k, 10_000 the same way `tallyhouse seed` does.
+  const responses = flags.responses !== undefined
+    ? parseSeedArgs(['--responses', flags.responses]).responses
+    : flags.large ? 10_000_000 : undefined;
+  const env: Record<string, string> = {};
+  for (const pair of flags.env ?? []) {
+    const i = pair.indexOf('=');
+    if (i <= 0) {
+      process.stderr.write(`--env expects KEY=VALUE, got "${pair}"\n`);
+      return 2;
+    }
+    env[pair.slice(0, i)] = pair.slice(i + 1);
+  }
+  await runQueryBench({
+    short: flags.short,
+    responses,
+    surveys: flags.surveys !== undefined ? positiveInt('surveys', flags.surveys, DEFAULTS.surveys) : undefined,
+    days: flags.days !== undefined ? positiveInt('days', flags.days, DEFAULTS.days) : undefined,
+    iterations: flags.iterations !== undefined ? positiveInt('iterations', flags.iterations, DEFAULTS.iterations) : undefined,
+    repeats: flags.repeats !== undefined ? positiveInt('repeats', flags.repeats, DEFAULTS.repeats) : undefined,
+    only: flags.only,
+    optimize: flags['no-optimize'] ? false : undefined,
+    mergeWaitSeconds: flags['merge-wait'] !== undefined ? positiveInt('merge-wait', flags['merge-wait'], DEFAULTS.mergeWaitSeconds, 0) : undefined,
+    dataDir: flags['data-dir'],
+    env,
+    cpuProf: flags['cpu-prof'],
+    write: flags['no-write'] ? false : undefined,
+  });
+  return 0;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  main().then(
+    (code) => process.exit(code),
+    (err) => {
+      process.stderr.write(`query bench failed: ${err?.stack ?? err}\n`);
+      process.exit(1);
+    },
+  );
+}
