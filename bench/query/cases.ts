@@ -4,11 +4,14 @@
  * compiler functions, run with @clickhouse/client), so that the difference between the two is
  * HTTP + JSON shaping.
  *
- * Every body carries the same created_at range: the last 99 days of the data plus one empty day,
- * i.e. the whole data set of the default 90-day seed. Variant i moves `range.end` i milliseconds
- * back inside that empty last day: the answer does not change, but the SQL parameters do, so a
- * variant is never served by the service's 3 s polling cache (a "first run"). Variant 0 is the one
- * repeated back to back (the "repeated" runs, which the polling cache serves).
+ * Every body carries the same created_at range: from 99 days before the day of (newest response
+ * + 1 hour) to that instant, i.e. the whole data set of the default 90-day seed, and exactly 100
+ * daily buckets. Variant i moves `range.end` i microseconds back (i < 1 s, still after the newest
+ * response): the answer does not change, but the SQL parameters do, so a variant is never served
+ * by the service's 3 s polling cache (a "first run"). Variant 0 is the one repeated back to back
+ * (the "repeated" runs, which the polling cache serves). The end stays an hour after the data
+ * whatever the day the bench runs, so the search page is read from the same window (the last day
+ * before the range end, see compile.ts pageWindowStarts) on every run.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { CompiledQuery } from '../../src/clickhouse/sql.ts';
@@ -45,13 +48,13 @@ export function pathOf(c: BenchCase): string {
   return c.endpoint === 'search' ? base : `${base}/${c.endpoint}`;
 }
 
-/** Range of the bodies: [start, end0 - variant ms], 100 daily buckets, the last one empty. */
+/** Range of the bodies (see the file comment); variant < 1,000,000. */
 export function benchRange(data: Dataset, variant: number): { start: string; end: string } {
-  const max = parseInstantMicros(data.maxCreatedAt)!;
-  const lastDay = (max / MICROS_PER_DAY) * MICROS_PER_DAY;
-  const start = lastDay - 98n * MICROS_PER_DAY;
-  const end = start + 100n * MICROS_PER_DAY - 1000n - BigInt(variant) * 1000n;
-  return { start: formatMicros(start), end: formatMicros(end) };
+  let end0 = parseInstantMicros(data.maxCreatedAt)! + 3_600_000_000n;
+  // Keep every variant on the day of end0, so that the range spans [99, 100) days: 100 buckets.
+  if (end0 % MICROS_PER_DAY < 1_000_000n) end0 += 1_000_000n;
+  const start = (end0 / MICROS_PER_DAY) * MICROS_PER_DAY - 99n * MICROS_PER_DAY;
+  return { start: formatMicros(start), end: formatMicros(end0 - BigInt(variant % 1_000_000)) };
 }
 
 function scopeOf(orgId: string, surveys: string, parsed: v.InferOutput<typeof queryScopeSchema>): Scope {
