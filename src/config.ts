@@ -95,7 +95,7 @@ export function loadConfig(env: Env = process.env): Config {
       batchMaxRows: int(env, 'INGEST_BATCH_ROWS', 20_000, 1, 1_000_000),
       batchDelayMs: int(env, 'INGEST_BATCH_DELAY_MS', 10, 0, 10_000),
       maxQueuedRows: int(env, 'INGEST_MAX_QUEUED_ROWS', 200_000, 100, 10_000_000),
-      maxConcurrentFlushes: int(env, 'INGEST_MAX_CONCURRENT_FLUSHES', 2, 1, 64),
+      maxConcurrentFlushes: int(env, 'INGEST_MAX_CONCURRENT_FLUSHES', 1, 1, 64),
     },
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
   };
@@ -115,8 +115,8 @@ export const CONFIG_KEYS: ReadonlyArray<[string, string, string]> = [
   ['RATE_LIMIT_QUERIES', '20', 'requests/s per token on the survey endpoints'],
   ['BODY_LIMIT_BYTES', '1048576', 'request body limit, after gzip decompression'],
   ['INGEST_BATCH_ROWS', '20000', 'group commit: flush when this many rows are queued'],
-  ['INGEST_BATCH_DELAY_MS', '10', 'group commit: flush at the latest this long after the first queued row'],
+  ['INGEST_BATCH_DELAY_MS', '10', 'group commit: flush at the latest this long after the oldest waiting request arrived'],
   ['INGEST_MAX_QUEUED_ROWS', '200000', 'ingest queue bound; past it, 503 with Retry-After'],
-  ['INGEST_MAX_CONCURRENT_FLUSHES', '2', 'inserts in flight at once'],
+  ['INGEST_MAX_CONCURRENT_FLUSHES', '1', 'inserts in flight at once; requests arriving meanwhile go into the next one'],
   ['LOG_LEVEL', 'info', 'debug, info, warn, error or silent'],
 ];

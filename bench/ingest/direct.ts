@@ -1,16 +1,16 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { performance } from 'node:perf_hooks';
 import { insertEvents } from '../../src/events/routes.ts';
-import { toEventRows, type EventRow } from '../../src/events/rows.ts';
+import { encodeEventRows, toEventRows, type EventRow } from '../../src/events/rows.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
 import { PerSecond, summarize, type LatencySummary } from '../lib/stats.ts';
 
 /**
  * The limit: the same events inserted straight into `events` with @clickhouse/client, no HTTP, no
- * validation, no group commit. Rows come from the service's own parseEventBatch + toEventRows,
- * computed before the clock starts, and go through the service's own insertEvents (the same
- * JSONEachRow INSERT with the same settings), so the difference between the two is exactly what
- * the service adds: HTTP, JSON parsing, validation, row building, queueing.
+ * validation, no group commit. Rows come from the service's own parseEventBatch + toEventRows +
+ * encodeEventRows, computed before the clock starts, and go through the service's own
+ * insertEvents (the same JSONEachRow INSERT with the same settings), so the difference between the
+ * two is exactly what the service adds: HTTP, JSON parsing, validation, row building, queueing.
  */
 export interface DirectResult {
   rows_per_insert: number;
@@ -28,22 +28,28 @@ export interface DirectResult {
   per_second_events: number[];
 }
 
+/** One INSERT's body: `rows` rows as JSONEachRow. */
+export interface PreparedInsert {
+  body: string;
+  rows: number;
+}
+
 /** Rows for `orgId`, grouped `rowsPerInsert` to an INSERT, cycling through the batches. */
-export function prepareInserts(batches: unknown[][], orgId: string, rowsPerInsert: number, maxInserts = 64): EventRow[][] {
+export function prepareInserts(batches: unknown[][], orgId: string, rowsPerInsert: number, maxInserts = 64): PreparedInsert[] {
   const receivedAt = new Date();
   const rows = batches.flatMap((b) => toEventRows(orgId, parseEventBatch(b), receivedAt));
-  const out: EventRow[][] = [];
+  const out: PreparedInsert[] = [];
   for (let i = 0; out.length < maxInserts && (out.length === 0 || i < rows.length); i += rowsPerInsert) {
     const chunk: EventRow[] = [];
     for (let k = 0; k < rowsPerInsert; k++) chunk.push(rows[(i + k) % rows.length]);
-    out.push(chunk);
+    out.push({ body: encodeEventRows(chunk), rows: chunk.length });
   }
   return out;
 }
 
 export async function directInsert(
   client: ClickHouseClient,
-  inserts: EventRow[][],
+  inserts: PreparedInsert[],
   opts: { concurrency: number; seconds: number; warmupSeconds: number },
 ): Promise<DirectResult> {
   const start = performance.now();
@@ -62,14 +68,14 @@ export async function directInsert(
       const batch = inserts[next++ % inserts.length];
       const t0 = performance.now();
       try {
-        await insertEvents(client, batch);
+        await insertEvents(client, [batch.body]);
         const t1 = performance.now();
-        total += batch.length;
+        total += batch.rows;
         if (t1 >= measureFrom && t1 <= end) {
           ok++;
-          rows += batch.length;
+          rows += batch.rows;
           latencies.push(t1 - t0);
-          perSecond.add(t1, batch.length);
+          perSecond.add(t1, batch.rows);
         }
       } catch (err) {
         failures++;
@@ -80,7 +86,7 @@ export async function directInsert(
   };
   await Promise.all(Array.from({ length: opts.concurrency }, () => worker()));
   return {
-    rows_per_insert: inserts[0]?.length ?? 0,
+    rows_per_insert: inserts[0]?.rows ?? 0,
     concurrency: opts.concurrency,
     seconds: opts.seconds,
     inserts: ok,

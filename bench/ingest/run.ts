@@ -10,6 +10,7 @@ import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { loadConfig } from '../../src/config.ts';
 import { envPairs, parseFlags, positiveInt } from '../lib/args.ts';
 import { monotonicMicros, summarizeProfile, type ProfileSummary } from '../lib/cpuprofile.ts';
 import { machineInfo } from '../lib/machine.ts';
@@ -133,11 +134,9 @@ async function countRows(target: BenchTarget, orgIds: string[]): Promise<number>
 
 const hasServicePhase = (phases: Phase[]) => phases.includes('closed') || phases.includes('open');
 
-/** INSERTs in flight the service may use (INGEST_MAX_CONCURRENT_FLUSHES, default 2). */
+/** INSERTs in flight the service may use (INGEST_MAX_CONCURRENT_FLUSHES), read as the service reads it. */
 function serviceFlushes(env: Record<string, string>): number {
-  const raw = env.INGEST_MAX_CONCURRENT_FLUSHES ?? process.env.INGEST_MAX_CONCURRENT_FLUSHES;
-  const n = Number(raw);
-  return raw && Number.isInteger(n) && n > 0 ? n : 2;
+  return loadConfig({ ...process.env, ...env }).ingest.maxConcurrentFlushes;
 }
 
 function perEvent(cpu: CpuSnapshot, events: number): PhaseCommon['cpu_us_per_event'] {
@@ -421,7 +420,7 @@ const USAGE = `usage: node --import tsx bench/ingest/run.ts [flags]
   --open-backlog N        open loop: at most N seconds of arrivals outstanding; later ones are dropped
                           and count as errors with infinite latency (default ${DEFAULTS.openBacklogSeconds})
   --large-batch N         rows per INSERT of the large-batch limit (default ${DEFAULTS.largeBatch})
-  --large-concurrency N   its INSERTs in flight (default: the service's INGEST_MAX_CONCURRENT_FLUSHES, 2)
+  --large-concurrency N   its INSERTs in flight (default: the service's INGEST_MAX_CONCURRENT_FLUSHES, 1)
   --batch-size N          events per request, 1..100 (default ${DEFAULTS.batchSize})
   --pool N                distinct pre-serialized batches (default ${DEFAULTS.pool})
   --phases LIST           comma list of ${PHASES.join(',')} (default all)

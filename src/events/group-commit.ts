@@ -3,7 +3,7 @@ import { unavailable } from '../server/errors.ts';
 export interface GroupCommitOptions {
   /** Flush as soon as this many rows wait. */
   maxRows: number;
-  /** Flush at the latest this long after the first row of a batch arrived. */
+  /** Flush at the latest this long after the oldest waiting request arrived. */
   delayMs: number;
   /** Bound on rows waiting or in flight; past it, submit() fails fast with 503. */
   maxQueuedRows: number;
@@ -11,36 +11,49 @@ export interface GroupCommitOptions {
   maxConcurrentFlushes: number;
 }
 
-interface Waiter<Row> {
-  rows: Row[];
+interface Waiter<Chunk> {
+  chunk: Chunk;
+  rows: number;
+  arrivedAt: number;
   resolve: (committedAt: number) => void;
   reject: (err: unknown) => void;
 }
 
 /**
- * Group commit: the rows of concurrent requests go into one INSERT per flush. A request's promise
- * resolves only after the INSERT holding its rows has been acknowledged by ClickHouse, and rejects
- * (503) if that INSERT fails, so nothing is acknowledged that is not committed.
+ * Group commit: the chunks of concurrent requests (a chunk is one request's rows, already encoded)
+ * go into one INSERT per flush. A request's promise resolves only after the INSERT holding its rows
+ * has been acknowledged by ClickHouse, and rejects (503) if that INSERT fails, so nothing is
+ * acknowledged that is not committed.
+ *
+ * The batch size adapts to the load: a flush starts when `maxRows` rows wait, or when the oldest
+ * waiting request has waited `delayMs`, but never with more than `maxConcurrentFlushes` INSERTs in
+ * flight. Under load, requests accumulate while the INSERTs run, so the next flush takes all of
+ * them at once: the engine's fixed cost per INSERT (a new part per table) is paid per flush, not
+ * per request, and the batches grow exactly as much as the engine is slow.
  */
-export class GroupCommitter<Row> {
-  private waiting: Waiter<Row>[] = [];
+export class GroupCommitter<Chunk> {
+  private waiting: Waiter<Chunk>[] = [];
   private waitingRows = 0;
   private inFlightRows = 0;
   private inFlight = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
-  constructor(private readonly insert: (rows: Row[]) => Promise<void>, private readonly opts: GroupCommitOptions) {}
+  constructor(
+    private readonly insert: (chunks: Chunk[], rows: number) => Promise<void>,
+    private readonly opts: GroupCommitOptions,
+    private readonly now: () => number = Date.now,
+  ) {}
 
-  /** Resolves with the commit time (ms since epoch) once the rows are committed. */
-  submit(rows: Row[]): Promise<number> {
+  /** Resolves with the commit time (ms since epoch) once the `rows` rows of `chunk` are committed. */
+  submit(chunk: Chunk, rows: number): Promise<number> {
     if (this.closed) return Promise.reject(unavailable('The service is shutting down', 1));
-    if (this.waitingRows + this.inFlightRows + rows.length > this.opts.maxQueuedRows) {
+    if (this.waitingRows + this.inFlightRows + rows > this.opts.maxQueuedRows) {
       return Promise.reject(unavailable('The ingest queue is full; retry shortly', 1));
     }
     return new Promise<number>((resolve, reject) => {
-      this.waiting.push({ rows, resolve, reject });
-      this.waitingRows += rows.length;
+      this.waiting.push({ chunk, rows, arrivedAt: this.now(), resolve, reject });
+      this.waitingRows += rows;
       this.schedule();
     });
   }
@@ -50,14 +63,15 @@ export class GroupCommitter<Row> {
   }
 
   private schedule() {
-    if (this.waiting.length === 0) return;
-    if (this.waitingRows >= this.opts.maxRows || this.opts.delayMs === 0) {
+    if (this.waiting.length === 0 || this.inFlight.size >= this.opts.maxConcurrentFlushes) return;
+    const waited = this.now() - this.waiting[0].arrivedAt;
+    if (this.waitingRows >= this.opts.maxRows || waited >= this.opts.delayMs) {
       this.flushAvailable();
     } else if (!this.timer) {
       this.timer = setTimeout(() => {
         this.timer = undefined;
         this.flushAvailable();
-      }, this.opts.delayMs);
+      }, this.opts.delayMs - waited);
     }
   }
 
@@ -77,32 +91,36 @@ export class GroupCommitter<Row> {
     }
   }
 
-  private takeBatch(): Waiter<Row>[] {
-    const batch: Waiter<Row>[] = [];
+  private takeBatch(): Waiter<Chunk>[] {
+    let count = 0;
     let rows = 0;
     // Whole requests only; at least one, so a request larger than maxRows still goes.
-    while (this.waiting.length > 0 && (batch.length === 0 || rows + this.waiting[0].rows.length <= this.opts.maxRows)) {
-      const w = this.waiting.shift()!;
-      rows += w.rows.length;
-      batch.push(w);
+    while (count < this.waiting.length && (count === 0 || rows + this.waiting[count].rows <= this.opts.maxRows)) {
+      rows += this.waiting[count].rows;
+      count++;
     }
+    const batch = this.waiting.splice(0, count);
     this.waitingRows -= rows;
     this.inFlightRows += rows;
     return batch;
   }
 
-  private async flush(batch: Waiter<Row>[]): Promise<void> {
-    const rows = batch.length === 1 ? batch[0].rows : batch.flatMap((w) => w.rows);
+  private async flush(batch: Waiter<Chunk>[]): Promise<void> {
+    let rows = 0;
+    for (const w of batch) rows += w.rows;
     try {
-      await this.insert(rows);
-      const committedAt = Date.now();
+      await this.insert(
+        batch.map((w) => w.chunk),
+        rows,
+      );
+      const committedAt = this.now();
       for (const w of batch) w.resolve(committedAt);
     } catch (err) {
       const failure = unavailable('Storing the events failed; retry shortly', 1);
       (failure as { cause?: unknown }).cause = err;
       for (const w of batch) w.reject(failure);
     } finally {
-      this.inFlightRows -= rows.length;
+      this.inFlightRows -= rows;
     }
   }
 

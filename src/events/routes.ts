@@ -1,15 +1,16 @@
 import type { ClickHouseClient } from '@clickhouse/client';
+import { Readable } from 'node:stream';
 import { requireScope } from '../server/auth.ts';
 import { jsonBody } from '../server/body.ts';
-import type { AppDeps, AppRouter } from '../server/context.ts';
+import type { AppDeps, AppRouter, AppState } from '../server/context.ts';
 import { rateLimit } from '../server/rate-limit.ts';
 import { GroupCommitter } from './group-commit.ts';
-import { toEventRows, type EventRow } from './rows.ts';
+import { encodeEventRows, toEventRows } from './rows.ts';
 import { parseEventBatch } from './schema.ts';
 
-export function createEventCommitter(deps: AppDeps): GroupCommitter<EventRow> {
+export function createEventCommitter(deps: AppDeps): GroupCommitter<Buffer> {
   const { ingest } = deps.config;
-  return new GroupCommitter<EventRow>((rows) => insertEvents(deps.db.client(), rows), {
+  return new GroupCommitter<Buffer>((chunks) => insertEvents(deps.db.client(), chunks), {
     maxRows: ingest.batchMaxRows,
     delayMs: ingest.batchDelayMs,
     maxQueuedRows: ingest.maxQueuedRows,
@@ -17,12 +18,22 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<EventRow> {
   });
 }
 
-/** One INSERT into events; the materialized views fill user_properties and group_memberships. */
-export async function insertEvents(client: ClickHouseClient, rows: EventRow[]): Promise<void> {
-  await client.insert({ table: 'events', values: rows, format: 'JSONEachRow', clickhouse_settings: { async_insert: 0 } });
+/**
+ * One INSERT into events of JSONEachRow chunks (see encodeEventRows), sent as they are: one raw
+ * body, no per-row encoding on the way. The materialized views fill user_properties and
+ * group_memberships from the same INSERT. Resolves once ClickHouse has acknowledged it.
+ */
+export async function insertEvents(client: ClickHouseClient, chunks: readonly (string | Buffer)[]): Promise<void> {
+  const result = await client.exec({
+    query: 'INSERT INTO events FORMAT JSONEachRow',
+    values: Readable.from(chunks, { objectMode: false }),
+    clickhouse_settings: { async_insert: 0, wait_end_of_query: 1 },
+  });
+  // An INSERT answers with an empty body; read it to the end so the socket goes back to the pool.
+  for await (const _ of result.stream);
 }
 
-export function eventRoutes(router: AppRouter, deps: AppDeps, committer: GroupCommitter<EventRow>) {
+export function eventRoutes(router: AppRouter, deps: AppDeps, committer: GroupCommitter<Buffer>) {
   router.post(
     '/1.0/event',
     requireScope('events', deps.db, deps.tokens),
@@ -30,9 +41,21 @@ export function eventRoutes(router: AppRouter, deps: AppDeps, committer: GroupCo
     jsonBody(deps.config.bodyLimitBytes),
     async (ctx) => {
       const receivedAt = new Date();
-      const events = parseEventBatch(ctx.state.body);
-      const committedAt = await committer.submit(toEventRows(ctx.state.auth.orgId, events, receivedAt));
-      ctx.body = { count: events.length, lag: committedAt - receivedAt.getTime() };
+      const { chunk, count } = encodeRequest(ctx.state, receivedAt);
+      const committedAt = await committer.submit(chunk, count);
+      ctx.body = { count, lag: committedAt - receivedAt.getTime() };
     },
   );
+}
+
+/**
+ * Validates the request's events and encodes them into their INSERT chunk. Nothing of the request
+ * but the chunk outlives this call: a request waits up to an INSERT's duration for its commit, and
+ * a parsed body still referenced then would be copied out of the young generation by every
+ * garbage collection meanwhile. The chunk is a Buffer, outside the JS heap, for the same reason.
+ */
+function encodeRequest(state: AppState, receivedAt: Date): { chunk: Buffer; count: number } {
+  const events = parseEventBatch(state.body);
+  state.body = undefined;
+  return { chunk: Buffer.from(encodeEventRows(toEventRows(state.auth.orgId, events, receivedAt)), 'utf8'), count: events.length };
 }

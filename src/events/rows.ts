@@ -11,7 +11,7 @@
  * Names are hashed as JSON arrays with a leading kind tag, so no two different tuples share a
  * name (JSON escapes quotes and separators) and a user id never equals a group id.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { hash, randomUUID } from 'node:crypto';
 import { parseIsoTimestamp, type EventType, type ParsedEvent } from './schema.ts';
 
 /**
@@ -61,24 +61,63 @@ export interface EventRow {
 
 /** RFC 4122 name-based UUID, version 5 (SHA-1). */
 export function uuidV5(namespace: string, name: string): string {
-  const ns = Buffer.from(namespace.replace(/-/g, ''), 'hex');
-  if (ns.length !== 16) throw new Error(`Not a UUID: ${namespace}`);
-  const hash = createHash('sha1').update(ns).update(name, 'utf8').digest();
-  const bytes = hash.subarray(0, 16);
-  bytes[6] = (bytes[6] & 0x0f) | 0x50; // version 5
-  bytes[8] = (bytes[8] & 0x3f) | 0x80; // RFC 4122 variant
-  const hex = bytes.toString('hex');
+  return formatV5(hash('sha1', Buffer.concat([namespaceBytes(namespace), Buffer.from(name, 'utf8')]), 'buffer'));
+}
+
+const namespaceCache = new Map<string, Buffer>();
+function namespaceBytes(namespace: string): Buffer {
+  let ns = namespaceCache.get(namespace);
+  if (!ns) {
+    ns = Buffer.from(namespace.replace(/-/g, ''), 'hex');
+    if (ns.length !== 16) throw new Error(`Not a UUID: ${namespace}`);
+    namespaceCache.set(namespace, ns);
+  }
+  return ns;
+}
+
+function formatV5(digest: Buffer): string {
+  digest[6] = (digest[6] & 0x0f) | 0x50; // version 5
+  digest[8] = (digest[8] & 0x3f) | 0x80; // RFC 4122 variant
+  const hex = digest.toString('hex', 0, 16);
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * Name-based ids repeat: a product sends many events per user and group. Hashing costs about as
+ * much as building the rest of a row, so the ids of the names seen last are kept, per organization
+ * and kind. Bounded: past the limit the cache starts over, never a growing map.
+ */
+const ID_CACHE_LIMIT = 100_000;
+let idCache = new Map<string, Map<string, string>>();
+let idCacheSize = 0;
+function cachedId(scope: string, key: string, name: () => string): string {
+  let ids = idCache.get(scope);
+  let id = ids?.get(key);
+  if (id !== undefined) return id;
+  id = uuidV5(TALLYHOUSE_ID_NAMESPACE, name());
+  if (idCacheSize >= ID_CACHE_LIMIT) {
+    idCache = new Map();
+    idCacheSize = 0;
+    ids = undefined;
+  }
+  if (!ids) idCache.set(scope, (ids = new Map()));
+  ids.set(key, id);
+  idCacheSize++;
+  return id;
 }
 
 /** The stable internal user id of an alias within an organization. */
 export function userIdForAlias(orgId: string, alias: string): string {
-  return uuidV5(TALLYHOUSE_ID_NAMESPACE, JSON.stringify(['user', orgId.toLowerCase(), alias]));
+  return cachedId('user\u0000' + orgId, alias, () => JSON.stringify(['user', orgId.toLowerCase(), alias]));
 }
 
 /** The stable id of a group within an organization; a missing group_type is ''. */
 export function groupIdFor(orgId: string, groupType: string | null | undefined, groupName: string): string {
-  return uuidV5(TALLYHOUSE_ID_NAMESPACE, JSON.stringify(['group', orgId.toLowerCase(), groupType ?? '', groupName]));
+  const type = groupType ?? '';
+  // JSON-encoded key: no two (type, name) pairs share one.
+  return cachedId('group\u0000' + orgId, JSON.stringify([type, groupName]), () =>
+    JSON.stringify(['group', orgId.toLowerCase(), type, groupName]),
+  );
 }
 
 /**
@@ -95,7 +134,9 @@ export function effectiveTimestamp(timestamp: string | null | undefined, receive
 
 /** 'YYYY-MM-DD hh:mm:ss.mmm' in UTC: what a DateTime64(3, 'UTC') column parses in JSONEachRow. */
 export function toClickHouseDateTime64(date: Date): string {
-  return date.toISOString().replace('T', ' ').replace('Z', '');
+  const iso = date.toISOString();
+  // 'YYYY-MM-DDThh:mm:ss.mmmZ', or with a signed 6-digit year outside 0000..9999.
+  return iso.slice(0, -14) + ' ' + iso.slice(-13, -1);
 }
 
 export function toEventRows(orgId: string, events: readonly ParsedEvent[], receivedAt: Date): EventRow[] {
@@ -166,4 +207,49 @@ export function toEventRows(orgId: string, events: readonly ParsedEvent[], recei
 
 function assertNever(value: never): never {
   throw new Error(`Unhandled event type: ${JSON.stringify(value)}`);
+}
+
+/**
+ * Rows as the JSONEachRow body of an INSERT: one JSON object per line. Encoded in the request
+ * handler, so a flush only concatenates the strings of its requests and the row objects die young.
+ * Built by hand rather than with JSON.stringify(row): ids, timestamps, numbers and the type are
+ * formats the service made itself and need no escaping, and a field that holds its column's
+ * default ('' or the nil UUID; most fields of most types) is left out, as JSONEachRow allows
+ * (input_format_defaults_for_omitted_fields), which makes the body smaller to write and to parse.
+ */
+export function encodeEventRows(rows: readonly EventRow[]): string {
+  let out = '';
+  for (const row of rows) out += encodeEventRow(row);
+  return out;
+}
+
+const TEXT_FIELDS = [
+  'event_name',
+  'user_alias',
+  'context_locale',
+  'context_timezone',
+  'group_type',
+  'group_name',
+  'url',
+  'screen_name',
+  'agent_id',
+  'conversation_id',
+  'copilot_session_id',
+  'prompt',
+  'response',
+  'rating',
+  'rating_scale',
+] as const satisfies readonly (keyof EventRow)[];
+
+function encodeEventRow(row: EventRow): string {
+  let line =
+    `{"org_id":"${row.org_id}","event_id":"${row.event_id}","type":"${row.type}","user_id":"${row.user_id}",` +
+    `"anonymous":${row.anonymous},"timestamp":"${row.timestamp}","received_at":"${row.received_at}","seq":${row.seq},` +
+    `"properties":${JSON.stringify(row.properties)}`;
+  if (row.group_id !== NIL_UUID) line += `,"group_id":"${row.group_id}"`;
+  for (const field of TEXT_FIELDS) {
+    const value = row[field];
+    if (value !== '') line += `,"${field}":${JSON.stringify(value)}`;
+  }
+  return line + '}\n';
 }

@@ -31,18 +31,21 @@ export function jsonBody(limitBytes: number): Middleware<BodyState> {
       throw new HttpError(415, 'unsupported_media_type', `Unsupported Content-Encoding "${encoding}": use gzip or none`);
     }
     if (encoding !== 'gzip' && length > limitBytes) throw tooLarge(limitBytes);
-    const text = await readLimited(encoding === 'gzip' ? ctx.req.pipe(createGunzip()) : ctx.req, limitBytes, encoding === 'gzip');
-    if (text.trim() === '') {
-      ctx.state.body = undefined;
-      return next();
-    }
-    try {
-      ctx.state.body = JSON.parse(text);
-    } catch (err) {
-      throw new HttpError(400, 'invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
-    }
+    // No local holds the text across `next()`: the handler may wait long (an ingest commit), and
+    // the raw text would stay on the heap all that time.
+    ctx.state.body = parseJson(await readLimited(encoding === 'gzip' ? ctx.req.pipe(createGunzip()) : ctx.req, limitBytes, encoding === 'gzip'));
     await next();
   };
+}
+
+/** The parsed body; undefined for an empty (or blank) one. */
+function parseJson(text: string): unknown {
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new HttpError(400, 'invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
+  }
 }
 
 const tooLarge = (limit: number) => new HttpError(413, 'payload_too_large', `The body is larger than ${limit} bytes (after decompression)`);

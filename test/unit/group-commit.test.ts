@@ -1,0 +1,132 @@
+import { expect } from 'chai';
+import { GroupCommitter, type GroupCommitOptions } from '../../src/events/group-commit.ts';
+
+/** An insert whose calls are recorded and settled by the test, one by one. */
+class ControlledInsert {
+  readonly calls: { chunks: string[]; rows: number; resolve: () => void; reject: (err: Error) => void }[] = [];
+  readonly fn = (chunks: string[], rows: number) =>
+    new Promise<void>((resolve, reject) => {
+      this.calls.push({ chunks, rows, resolve, reject });
+    });
+}
+
+const OPTIONS: GroupCommitOptions = { maxRows: 1000, delayMs: 20, maxQueuedRows: 10_000, maxConcurrentFlushes: 1 };
+const tick = (ms = 0) => new Promise((r) => setTimeout(r, ms));
+
+describe('GroupCommitter', () => {
+  it('puts the requests that arrive within the delay into one INSERT, and answers each after it is acknowledged', async () => {
+    const insert = new ControlledInsert();
+    const gc = new GroupCommitter(insert.fn, OPTIONS);
+    let settled = 0;
+    const a = gc.submit('a', 10).then((t) => (settled++, t));
+    const b = gc.submit('b', 20).then((t) => (settled++, t));
+    expect(insert.calls).to.have.length(0);
+    await tick(40);
+    expect(insert.calls.map((c) => [c.chunks, c.rows])).to.deep.equal([[['a', 'b'], 30]]);
+    expect(settled).to.equal(0);
+    insert.calls[0].resolve();
+    const [ta, tb] = await Promise.all([a, b]);
+    expect(ta).to.equal(tb);
+    expect(gc.queuedRows).to.equal(0);
+  });
+
+  it('flushes at once when maxRows wait', async () => {
+    const insert = new ControlledInsert();
+    const gc = new GroupCommitter(insert.fn, { ...OPTIONS, maxRows: 30, delayMs: 10_000 });
+    void gc.submit('a', 10);
+    void gc.submit('b', 20);
+    await tick();
+    expect(insert.calls.map((c) => c.chunks)).to.deep.equal([['a', 'b']]);
+    insert.calls[0].resolve();
+  });
+
+  it('gathers what arrives during an INSERT into the next one, which starts as soon as the first ends', async () => {
+    const insert = new ControlledInsert();
+    const gc = new GroupCommitter(insert.fn, { ...OPTIONS, delayMs: 0 });
+    const first = gc.submit('a', 1);
+    await tick();
+    expect(insert.calls).to.have.length(1);
+    const later = ['b', 'c', 'd'].map((x) => gc.submit(x, 1));
+    await tick(30);
+    expect(insert.calls).to.have.length(1); // one INSERT in flight at most
+    insert.calls[0].resolve();
+    await first;
+    await tick();
+    expect(insert.calls.map((c) => c.chunks)).to.deep.equal([['a'], ['b', 'c', 'd']]);
+    insert.calls[1].resolve();
+    await Promise.all(later);
+  });
+
+  it('does not wait the delay again for requests that waited it during an INSERT', async () => {
+    const insert = new ControlledInsert();
+    const gc = new GroupCommitter(insert.fn, { ...OPTIONS, delayMs: 20 });
+    void gc.submit('a', 1);
+    await tick(30);
+    void gc.submit('b', 1);
+    await tick(30); // b has now waited longer than the delay
+    insert.calls[0].resolve();
+    await tick();
+    await tick();
+    expect(insert.calls.map((c) => c.chunks)).to.deep.equal([['a'], ['b']]);
+    insert.calls[1].resolve();
+  });
+
+  it('never splits a request, and sends one larger than maxRows on its own', async () => {
+    const insert = new ControlledInsert();
+    const gc = new GroupCommitter(insert.fn, { ...OPTIONS, maxRows: 100, maxConcurrentFlushes: 4 });
+    void gc.submit('a', 60);
+    void gc.submit('b', 60);
+    void gc.submit('big', 500);
+    await tick(40);
+    expect(insert.calls.map((c) => [c.chunks, c.rows])).to.deep.equal([
+      [['a'], 60],
+      [['b'], 60],
+      [['big'], 500],
+    ]);
+    for (const c of insert.calls) c.resolve();
+  });
+
+  it('rejects every request of a failed INSERT with 503, and keeps serving', async () => {
+    const insert = new ControlledInsert();
+    const gc = new GroupCommitter(insert.fn, { ...OPTIONS, delayMs: 5 });
+    const results = Promise.allSettled([gc.submit('a', 1), gc.submit('b', 1)]);
+    await tick(20);
+    expect(insert.calls.map((c) => c.chunks)).to.deep.equal([['a', 'b']]);
+    insert.calls[0].reject(new Error('engine down'));
+    const [a, b] = await results;
+    for (const r of [a, b]) {
+      expect(r.status).to.equal('rejected');
+      expect((r as PromiseRejectedResult).reason).to.include({ status: 503 });
+    }
+    expect(gc.queuedRows).to.equal(0);
+    const next = gc.submit('c', 1);
+    await tick(20);
+    insert.calls[1].resolve();
+    expect(await next).to.be.a('number');
+  });
+
+  it('answers 503 at once when the queue bound would be passed', async () => {
+    const insert = new ControlledInsert();
+    const gc = new GroupCommitter(insert.fn, { ...OPTIONS, maxQueuedRows: 100, delayMs: 10_000 });
+    void gc.submit('a', 80);
+    let error: unknown;
+    await gc.submit('b', 30).catch((err) => (error = err));
+    expect(error).to.include({ status: 503 });
+    expect(gc.queuedRows).to.equal(80);
+  });
+
+  it('drain commits everything queued, then refuses new requests', async () => {
+    const insert = new ControlledInsert();
+    const gc = new GroupCommitter(insert.fn, { ...OPTIONS, delayMs: 10_000 });
+    const a = gc.submit('a', 1);
+    const drained = gc.drain();
+    await tick();
+    expect(insert.calls.map((c) => c.chunks)).to.deep.equal([['a']]);
+    insert.calls[0].resolve();
+    await drained;
+    await a;
+    let error: unknown;
+    await gc.submit('b', 1).catch((err) => (error = err));
+    expect(error).to.include({ status: 503 });
+  });
+});
