@@ -261,6 +261,8 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
       }
       const last = phases[phases.length - 1];
       log(`  ${Math.round(eventsPerSecond(last)).toLocaleString('en-US')} events/s; stored ${last.stored_rows} / expected ${last.expected_rows}`);
+      const sample = 'load' in last ? last.load.failure_sample : last.direct.failure_sample;
+      if (sample) log(`  first failure: ${sample}`);
     }
   } finally {
     await target.stop();
