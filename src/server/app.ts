@@ -48,7 +48,11 @@ export function createApp(deps: AppDeps): App {
   // Slow-loris bounds: headers within 10 s, a whole request within 60 s.
   server.headersTimeout = 10_000;
   server.requestTimeout = 60_000;
-  server.keepAliveTimeout = 5_000;
+  // Idle kept-alive connections stay open longer than the usual client and load-balancer idle
+  // timeouts (60 s for most): the side that closes an idle connection first races a request the
+  // other side is sending on it, and that request gets a reset, not an answer. Node's 5 s default
+  // lost requests that way under the ingest bench's open loop.
+  server.keepAliveTimeout = 65_000;
 
   return {
     server,
