@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { buildClient } from '../../src/clickhouse/connection.ts';
 import { findRunningEngine, type EngineEndpoint } from '../../src/clickhouse/engine.ts';
@@ -41,6 +41,13 @@ export interface BenchTarget {
 export interface StartOptions {
   /** Extra service environment (INGEST_* etc.); overrides the bench defaults below. */
   env?: Record<string, string>;
+  /**
+   * A persistent DATA_DIR (created if missing, never deleted), for a data set that later runs
+   * reuse (the query bench). Without it: a fresh temporary directory, deleted at stop.
+   */
+  dataDir?: string;
+  /** Refuse CLICKHOUSE_URL: for a bench that measures the embedded engine only. */
+  embeddedOnly?: boolean;
   /** Write a V8 CPU profile of the service to this directory (node --cpu-prof). */
   cpuProfDir?: string;
   /** Extra node/V8 flags for the service process, e.g. --max-semi-space-size=64. */
@@ -54,6 +61,7 @@ export interface StartOptions {
 export const BENCH_SERVICE_ENV: Record<string, string> = {
   LOG_LEVEL: 'warn',
   RATE_LIMIT_EVENTS: '1000000',
+  RATE_LIMIT_QUERIES: '1000000',
 };
 
 const STARTUP_TIMEOUT_MS = 180_000;
@@ -86,15 +94,21 @@ async function connectStorage(config: Config): Promise<{ endpoint: EngineEndpoin
 }
 
 /**
- * Starts `node bin/tallyhouse.js serve` as a child process: embedded engine in a fresh temporary
- * DATA_DIR, or CLICKHOUSE_URL when the bench's environment sets it. PORT=0 and the URL is read
- * from the start-up banner ("running at http://..."); with CLICKHOUSE_URL no banner is printed, so
- * a free port is picked and /readyz polled instead.
+ * Starts `node bin/tallyhouse.js serve` as a child process: embedded engine in a DATA_DIR (fresh
+ * and temporary unless `opts.dataDir`), or CLICKHOUSE_URL when the bench's environment sets it.
+ * PORT=0 and the URL is read from the start-up banner ("running at http://..."); with
+ * CLICKHOUSE_URL no banner is printed, so a free port is picked and /readyz polled instead.
  */
 export async function startService(opts: StartOptions = {}): Promise<BenchTarget> {
   const log = opts.log ?? (() => {});
   const external = Boolean(process.env.CLICKHOUSE_URL);
-  const dataDir = mkdtempSync(join(os.tmpdir(), 'tallyhouse-bench-'));
+  if (external && opts.embeddedOnly) throw new Error('this bench measures the embedded engine: unset CLICKHOUSE_URL');
+  const persistent = opts.dataDir !== undefined;
+  const dataDir = persistent ? resolve(opts.dataDir!) : mkdtempSync(join(os.tmpdir(), 'tallyhouse-bench-'));
+  if (persistent) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  const removeData = () => {
+    if (!persistent && !opts.keepData) rmSync(dataDir, { recursive: true, force: true });
+  };
   const port = external ? await freePort() : 0;
   const serviceEnv: Record<string, string> = { ...BENCH_SERVICE_ENV, DATA_DIR: dataDir, PORT: String(port), ...(opts.env ?? {}) };
   const env = { ...process.env, ...serviceEnv };
@@ -104,7 +118,7 @@ export async function startService(opts: StartOptions = {}): Promise<BenchTarget
 
   let stdout = '';
   let stderr = '';
-  child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => (stdout = (stdout + s).slice(-20_000)));
   child.stderr!.setEncoding('utf8').on('data', (s: string) => {
     stderr = (stderr + s).slice(-20_000);
   });
@@ -142,12 +156,12 @@ export async function startService(opts: StartOptions = {}): Promise<BenchTarget
       stop: async () => {
         await client.close();
         await stopChild();
-        if (!opts.keepData) rmSync(dataDir, { recursive: true, force: true });
+        removeData();
       },
     };
   } catch (err) {
     await stopChild();
-    if (!opts.keepData) rmSync(dataDir, { recursive: true, force: true });
+    removeData();
     throw err;
   }
 }

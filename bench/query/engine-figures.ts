@@ -3,8 +3,9 @@ import type { CompiledQuery } from '../../src/clickhouse/sql.ts';
 import { settingsFor, type BenchCase } from './cases.ts';
 
 /**
- * The engine's own figures for a case's queries. The embedded engine (clickhouse-local) keeps no
- * system.query_log, so they come from the X-ClickHouse-Summary header of one extra, untimed run of
+ * The engine's own figures for a case's queries. The embedded engine (clickhouse-local) keeps
+ * system.query_log in memory and only creates it when started on a new directory (see
+ * src/clickhouse/engine.ts); this bench reuses its directory, so the figures come from the X-ClickHouse-Summary header of one extra, untimed run of
  * each query with `wait_end_of_query=1` (so the header is sent after the query finished and holds
  * its final counts): rows and bytes read, the engine's elapsed time, peak memory.
  */

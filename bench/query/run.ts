@@ -22,7 +22,8 @@ import { benchCases, pathOf, runDirect, type Endpoint } from './cases.ts';
 import { ensureDataset, optimizeFinal, storageState, waitForMerges, type Dataset, type StorageState } from './dataset.ts';
 import { closeAgent, timedRequest } from './http.ts';
 import { engineFigures, type EngineFigures } from './engine-figures.ts';
-import { dataDirFor, startQueryService } from './service.ts';
+import { startService } from '../lib/service.ts';
+import { dataDirFor } from './service.ts';
 
 export interface QueryOptions {
   /** Responses in the bench organization (1M by default, 10M with --large). */
@@ -134,7 +135,7 @@ export async function runQueryBench(input: Partial<QueryOptions> & { short?: boo
   const log = opts.log;
   const t0 = Date.now();
   const profDir = opts.cpuProf ? mkdtempSync(join(os.tmpdir(), 'tallyhouse-query-prof-')) : undefined;
-  const service = await startQueryService({ dataDir: opts.dataDir ?? dataDirFor(shortCount(opts.responses)), env: opts.env, cpuProfDir: profDir, log });
+  const service = await startService({ dataDir: opts.dataDir ?? dataDirFor(shortCount(opts.responses)), embeddedOnly: true, env: opts.env, cpuProfDir: profDir, log });
   let result: QueryBenchResult | undefined;
   try {
     const client = service.client;
