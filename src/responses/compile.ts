@@ -270,10 +270,15 @@ export function compileSearchPage(scope: Scope, size: number, offset: number, wi
 export type SearchCountRow = { total: number | string } & Record<`w${number}`, number | string>;
 
 /**
- * The smallest window that holds the newest `offset + size` matches, or undefined (the whole
- * scope) when none does.
+ * The smallest window that holds the newest `offset + size` matches (or every match, when there
+ * are fewer), or undefined (the whole scope) when none does.
  */
 export function pageWindowStart(row: SearchCountRow | undefined, windowStarts: readonly string[], offset: number, size: number): string | undefined {
-  const need = offset + size;
-  return windowStarts.find((_, i) => Number(row?.[`w${i}`] ?? 0) >= need);
+  return windowStarts.find((_, i) => windowHoldsPage(row, i, offset, size));
+}
+
+/** True when window i holds the newest `offset + size` matches, or every match. */
+export function windowHoldsPage(row: SearchCountRow | undefined, i: number, offset: number, size: number): boolean {
+  if (!row) return false;
+  return Number(row[`w${i}`] ?? 0) >= Math.min(offset + size, Number(row.total));
 }

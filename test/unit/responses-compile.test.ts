@@ -285,13 +285,16 @@ describe('responses: filter compiler', () => {
       [2, 10, 'd'], // offset counts: 12 rows needed
       [10, 11, 'm'],
       [0, 40, 'y'],
-      [30, 11, undefined], // 41 rows: more than any window holds, so the whole scope
+      [30, 11, 'y'], // 41 rows asked, 40 in all: the year holds every match
     ];
     for (const [offset, size, expected] of windows) {
       it(`page window: offset ${offset}, size ${size} -> ${expected ?? 'none'}`, () => {
         expect(pageWindowStart(row, starts, offset, size)).to.equal(expected);
       });
     }
+    it('page window: more matches before the largest window than the page can skip -> none (the whole scope)', () => {
+      expect(pageWindowStart({ ...row, total: 50 }, starts, 38, 5)).to.equal(undefined);
+    });
     it('page window: no count row -> none', () => {
       expect(pageWindowStart(undefined, starts, 0, 10)).to.equal(undefined);
     });
