@@ -10,7 +10,16 @@ import { parseEventBatch } from './schema.ts';
 
 export function createEventCommitter(deps: AppDeps): GroupCommitter<Buffer> {
   const { ingest } = deps.config;
-  return new GroupCommitter<Buffer>((chunks) => insertEvents(deps.db.client(), chunks), {
+  const insert = async (chunks: Buffer[], rows: number) => {
+    try {
+      await insertEvents(deps.db.client(), chunks);
+    } catch (err) {
+      // Every request of the batch gets a 503 (retry): the cause is only here, for the operator.
+      deps.log.error({ msg: 'events INSERT failed', rows, requests: chunks.length, error: String((err as Error)?.message ?? err).slice(0, 2000) });
+      throw err;
+    }
+  };
+  return new GroupCommitter<Buffer>(insert, {
     maxRows: ingest.batchMaxRows,
     delayMs: ingest.batchDelayMs,
     maxQueuedRows: ingest.maxQueuedRows,

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
-import { HttpError } from './errors.ts';
+import { HttpError, type Issue } from './errors.ts';
 
 export interface BodyState {
   body: unknown;
@@ -41,11 +41,45 @@ export function jsonBody(limitBytes: number): Middleware<BodyState> {
 /** The parsed body; undefined for an empty (or blank) one. */
 function parseJson(text: string): unknown {
   if (text.trim() === '') return undefined;
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch (err) {
     throw new HttpError(400, 'invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
   }
+  // A lone surrogate can only come from a \uD800-\uDFFF escape (invalid UTF-8 bytes decode to
+  // U+FFFD): only then is the tree walked.
+  if (SURROGATE_ESCAPE.test(text)) {
+    const issues = loneSurrogates(body, '', []);
+    if (issues.length > 0) {
+      throw new HttpError(400, 'invalid_json', 'The body holds text that is not valid Unicode (an unpaired surrogate escape)', issues);
+    }
+  }
+  return body;
+}
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/**
+ * Where the parsed body holds an unpaired UTF-16 surrogate (JSON allows the escape; Unicode text
+ * cannot hold it). ClickHouse rejects such text, so letting it through would fail the whole
+ * INSERT it lands in, other requests' rows included: it is a 400 here, naming each place.
+ */
+function loneSurrogates(value: unknown, path: string, issues: Issue[]): Issue[] {
+  if (issues.length >= 20) return issues;
+  if (typeof value === 'string') {
+    if (LONE_SURROGATE.test(value)) issues.push({ path: path || '(body)', message: 'Contains an unpaired surrogate (\\uD800-\\uDFFF escape): not valid Unicode text' });
+  } else if (Array.isArray(value)) {
+    value.forEach((item, i) => loneSurrogates(item, `${path}[${i}]`, issues));
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) {
+      const at = path === '' ? key : `${path}.${key}`;
+      if (LONE_SURROGATE.test(key)) issues.push({ path: at, message: 'The key contains an unpaired surrogate: not valid Unicode text' });
+      loneSurrogates(item, at, issues);
+    }
+  }
+  return issues;
 }
 
 const tooLarge = (limit: number) => new HttpError(413, 'payload_too_large', `The body is larger than ${limit} bytes (after decompression)`);

@@ -87,6 +87,24 @@ describe('POST /1.0/event (HTTP)', () => {
     expect(await count()).to.equal(n);
   });
 
+  it('rejects text that is not valid Unicode (an unpaired surrogate escape) with 400 naming each place, and it fails no other request', async () => {
+    const n = await count();
+    const marker = `surrogates-${Date.now()}`;
+    // Sent together, so that without the check both would share one INSERT, which ClickHouse refuses.
+    const [bad, good] = await Promise.all([
+      svc.request('POST', '/1.0/event', {
+        token,
+        rawBody: `[{"type":"track","event_name":"x\\ud800y","properties":{"k\\udfff":"v","ok":"\\ud83d\\ude00"}},{"type":"identify","user_alias":"\\udc00"}]`,
+        headers: { 'content-type': 'application/json' },
+      }),
+      post([{ type: 'track', event_name: marker, properties: { emoji: '\u{1F600}' } }]),
+    ]);
+    expect([bad.status, bad.body.error.code]).to.deep.equal([400, 'invalid_json']);
+    expect(bad.body.error.issues.map((i: { path: string }) => i.path)).to.deep.equal(['[0].event_name', '[0].properties.k\udfff', '[1].user_alias']);
+    expect(good.status).to.equal(200);
+    expect(await count()).to.equal(n + 1);
+  });
+
   it('accepts a gzip body', async () => {
     const n = await count();
     const res = await svc.request('POST', '/1.0/event', {
