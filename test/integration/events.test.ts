@@ -105,6 +105,25 @@ describe('POST /1.0/event (HTTP)', () => {
     expect(await count()).to.equal(n + 1);
   });
 
+  it('rejects a body nested more than 64 levels deep with 400 (deeper ones once made a 500), and takes 64', async () => {
+    const n = await count();
+    const nest = (depth: number) => '{"a":'.repeat(depth) + '1' + '}'.repeat(depth);
+    // The batch array is level 1, the event level 2, its properties level 3.
+    const send = (depth: number) =>
+      svc.request('POST', '/1.0/event', {
+        token,
+        rawBody: `[{"type":"identify","user_alias":"deep","properties":${nest(depth - 2)}}]`,
+        headers: { 'content-type': 'application/json' },
+      });
+    for (const depth of [65, 20_000, 150_000]) {
+      const res = await send(depth);
+      expect([res.status, res.body.error?.code], `depth ${depth}`).to.deep.equal([400, 'invalid_json']);
+    }
+    expect(await count()).to.equal(n);
+    expect((await send(64)).status).to.equal(200);
+    expect(await count()).to.equal(n + 1);
+  });
+
   it('accepts a gzip body', async () => {
     const n = await count();
     const res = await svc.request('POST', '/1.0/event', {
