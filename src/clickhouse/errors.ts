@@ -25,3 +25,16 @@ export function clickHouseHttpError(err: unknown): HttpError | undefined {
   }
   return undefined;
 }
+
+/**
+ * ClickHouse exception types raised by the data of an INSERT itself (a value the input format or
+ * the column cannot take), as opposed to the state of the store. Validation should stop such data
+ * first; this is the net under it (see GroupCommitter's classify).
+ */
+const BAD_INSERT_DATA = /^(CANNOT_PARSE_\w+|CANNOT_READ_\w+|INCORRECT_DATA|TYPE_MISMATCH|CANNOT_CONVERT_TYPE|TOO_LARGE_STRING_SIZE|ARGUMENT_OUT_OF_BOUND|VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE|CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN|UNKNOWN_FIELD|INCORRECT_NUMBER_OF_COLUMNS)$/;
+
+/** A 400 naming the engine's reason when an INSERT failed because of its data; else undefined. */
+export function insertDataError(err: unknown): HttpError | undefined {
+  if (!(err instanceof ClickHouseError) || !BAD_INSERT_DATA.test(err.type ?? '')) return undefined;
+  return new HttpError(400, 'validation_error', `The store could not take these events (${err.type}); nothing of this request was stored`);
+}

@@ -39,10 +39,18 @@ export class GroupCommitter<Chunk> {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
+  /**
+   * @param classify Tells a failure caused by the rows themselves (the engine could not parse or
+   *   take them) from one of the store (down, overloaded): for the former it returns the error the
+   *   request gets (a 4xx), and each request of the failed batch is then inserted alone, so that
+   *   one request's bad rows fail that request only, not every request it shared the INSERT with.
+   *   Store failures reject the whole batch with 503.
+   */
   constructor(
     private readonly insert: (chunks: Chunk[], rows: number) => Promise<void>,
     private readonly opts: GroupCommitOptions,
     private readonly now: () => number = Date.now,
+    private readonly classify: (err: unknown) => Error | undefined = () => undefined,
   ) {}
 
   /** Resolves with the commit time (ms since epoch) once the `rows` rows of `chunk` are committed. */
@@ -116,12 +124,32 @@ export class GroupCommitter<Chunk> {
       const committedAt = this.now();
       for (const w of batch) w.resolve(committedAt);
     } catch (err) {
-      const failure = unavailable('Storing the events failed; retry shortly', 1);
-      (failure as { cause?: unknown }).cause = err;
-      for (const w of batch) w.reject(failure);
+      const clientError = this.classify(err);
+      if (clientError && batch.length > 1) {
+        // A parse failure aborts the INSERT before any part is written: inserting the requests
+        // one by one stores each exactly once.
+        for (const w of batch) await this.flushAlone(w);
+      } else {
+        for (const w of batch) w.reject(clientError ?? this.storeFailure(err));
+      }
     } finally {
       this.inFlightRows -= rows;
     }
+  }
+
+  private async flushAlone(w: Waiter<Chunk>): Promise<void> {
+    try {
+      await this.insert([w.chunk], w.rows);
+      w.resolve(this.now());
+    } catch (err) {
+      w.reject(this.classify(err) ?? this.storeFailure(err));
+    }
+  }
+
+  private storeFailure(cause: unknown): Error {
+    const failure = unavailable('Storing the events failed; retry shortly', 1);
+    (failure as { cause?: unknown }).cause = cause;
+    return failure;
   }
 
   /** Commits everything queued and waits for it: graceful shutdown. New submits get 503. */

@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { Readable } from 'node:stream';
+import { insertDataError } from '../clickhouse/errors.ts';
 import { requireScope } from '../server/auth.ts';
 import { jsonBody } from '../server/body.ts';
 import type { AppDeps, AppRouter, AppState } from '../server/context.ts';
@@ -14,17 +15,23 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<Buffer> {
     try {
       await insertEvents(deps.db.client(), chunks);
     } catch (err) {
-      // Every request of the batch gets a 503 (retry): the cause is only here, for the operator.
+      // The requests get a 503 (retry), or a 400 when their own rows are at fault: the engine's
+      // message is only here, for the operator.
       deps.log.error({ msg: 'events INSERT failed', rows, requests: chunks.length, error: String((err as Error)?.message ?? err).slice(0, 2000) });
       throw err;
     }
   };
-  return new GroupCommitter<Buffer>(insert, {
-    maxRows: ingest.batchMaxRows,
-    delayMs: ingest.batchDelayMs,
-    maxQueuedRows: ingest.maxQueuedRows,
-    maxConcurrentFlushes: ingest.maxConcurrentFlushes,
-  });
+  return new GroupCommitter<Buffer>(
+    insert,
+    {
+      maxRows: ingest.batchMaxRows,
+      delayMs: ingest.batchDelayMs,
+      maxQueuedRows: ingest.maxQueuedRows,
+      maxConcurrentFlushes: ingest.maxConcurrentFlushes,
+    },
+    Date.now,
+    insertDataError,
+  );
 }
 
 /**

@@ -130,3 +130,54 @@ describe('GroupCommitter', () => {
     expect(error).to.include({ status: 503 });
   });
 });
+
+describe('GroupCommitter: a batch that fails because of one request\'s rows', () => {
+  class BadRows extends Error {}
+  const classify = (err: unknown) => (err instanceof BadRows ? Object.assign(new Error('bad rows'), { status: 400 }) : undefined);
+
+  it('inserts each request alone, so that only the request at fault fails (with the 4xx), and stores the others once', async () => {
+    const stored: string[] = [];
+    const attempts: string[][] = [];
+    const insert = async (chunks: string[]) => {
+      attempts.push(chunks);
+      if (chunks.includes('bad')) throw new BadRows();
+      stored.push(...chunks);
+    };
+    const gc = new GroupCommitter(insert, { ...OPTIONS, delayMs: 5 }, Date.now, classify);
+    const results = await Promise.allSettled([gc.submit('a', 1), gc.submit('bad', 1), gc.submit('c', 1)]);
+    expect(attempts).to.deep.equal([['a', 'bad', 'c'], ['a'], ['bad'], ['c']]);
+    expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+    expect((results[1] as PromiseRejectedResult).reason).to.include({ status: 400 });
+    expect(stored).to.deep.equal(['a', 'c']);
+    expect(gc.queuedRows).to.equal(0);
+  });
+
+  it('does not split a batch when the store itself failed: 503 for every request, one attempt', async () => {
+    let attempts = 0;
+    const gc = new GroupCommitter(
+      async () => {
+        attempts++;
+        throw new Error('ECONNREFUSED');
+      },
+      { ...OPTIONS, delayMs: 5 },
+      Date.now,
+      classify,
+    );
+    const results = await Promise.allSettled([gc.submit('a', 1), gc.submit('b', 1)]);
+    expect(attempts).to.equal(1);
+    for (const r of results) expect((r as PromiseRejectedResult).reason).to.include({ status: 503 });
+  });
+
+  it('a lone request at fault gets the 4xx, not a retry', async () => {
+    const gc = new GroupCommitter(
+      async () => {
+        throw new BadRows();
+      },
+      { ...OPTIONS, delayMs: 5 },
+      Date.now,
+      classify,
+    );
+    const [r] = await Promise.allSettled([gc.submit('bad', 1)]);
+    expect((r as PromiseRejectedResult).reason).to.include({ status: 400 });
+  });
+});
