@@ -22,8 +22,8 @@ interface Waiter<Chunk> {
 /**
  * Group commit: the chunks of concurrent requests (a chunk is one request's rows, already encoded)
  * go into one INSERT per flush. A request's promise resolves only after the INSERT holding its rows
- * has been acknowledged by ClickHouse, and rejects (503) if that INSERT fails, so nothing is
- * acknowledged that is not committed.
+ * has been acknowledged by ClickHouse, and rejects if that INSERT fails (503, or the 4xx of
+ * `classify` below), so nothing is acknowledged that is not committed.
  *
  * The batch size adapts to the load: a flush starts when `maxRows` rows wait, or when the oldest
  * waiting request has waited `delayMs`, but never with more than `maxConcurrentFlushes` INSERTs in
@@ -117,10 +117,7 @@ export class GroupCommitter<Chunk> {
     let rows = 0;
     for (const w of batch) rows += w.rows;
     try {
-      await this.insert(
-        batch.map((w) => w.chunk),
-        rows,
-      );
+      await this.insert(batch.map((w) => w.chunk), rows);
       const committedAt = this.now();
       for (const w of batch) w.resolve(committedAt);
     } catch (err) {
