@@ -123,8 +123,9 @@ export class GroupCommitter<Chunk> {
     } catch (err) {
       const clientError = this.classify(err);
       if (clientError && batch.length > 1) {
-        // A parse failure aborts the INSERT before any part is written: inserting the requests
-        // one by one stores each exactly once.
+        // A parse failure aborts the INSERT before any part is written (a flush is far below the
+        // engine's min_insert_block_size_rows, so it writes one block, once all of the body is
+        // parsed): inserting the requests one by one stores each exactly once.
         for (const w of batch) await this.flushAlone(w);
       } else {
         for (const w of batch) w.reject(clientError ?? this.storeFailure(err));
