@@ -14,13 +14,14 @@
  * before the range end, see compile.ts pageWindowStarts) on every run.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
-import type { CompiledQuery } from '../../src/clickhouse/sql.ts';
+import type { CompiledQuery, RunQuery } from '../../src/clickhouse/sql.ts';
 import { DASHBOARD_QUERY_CACHE_SETTINGS } from '../../src/clickhouse/result-cache.ts';
-import { aggregationBodySchema, compileAggregation, planLevels } from '../../src/responses/aggregation.ts';
-import { QUERY_SETTINGS, compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, type SearchCountRow, type Scope } from '../../src/responses/compile.ts';
-import { queryScopeSchema, searchBodySchema, parseSurveyIds } from '../../src/responses/filters.ts';
+import { aggregationBodySchema, runAggregation } from '../../src/responses/aggregation.ts';
+import { QUERY_SETTINGS, scopeOf, type Scope } from '../../src/responses/compile.ts';
+import { queryScopeSchema, searchBodySchema, parseSurveyIds, type QueryScopeBody } from '../../src/responses/filters.ts';
 import type { GroupByRule } from '../../src/responses/group-by.ts';
 import { MICROS_PER_DAY, formatMicros, parseInstantMicros } from '../../src/responses/histogram.ts';
+import { runSearch } from '../../src/responses/search.ts';
 import { compileSummary } from '../../src/responses/summary.ts';
 import * as v from 'valibot';
 import type { Dataset } from './dataset.ts';
@@ -35,13 +36,11 @@ export interface BenchCase {
   /** The request body of variant i (see the file comment). */
   body(variant: number): Record<string, unknown>;
   /**
-   * What the service runs for that body, in the same order, with the SQL compiled by the service's
-   * own compiler functions; `exec` runs one query and returns its rows.
+   * What the service runs for that body: the service's own query sequence (runSearch,
+   * runAggregation) or compiler, with `exec` running each query.
    */
-  direct(exec: Exec, variant: number): Promise<void>;
+  direct(exec: RunQuery, variant: number): Promise<void>;
 }
-
-export type Exec = <T>(q: CompiledQuery) => Promise<T[]>;
 
 export function pathOf(c: BenchCase): string {
   const base = `/1.0/survey/${c.surveys}/response`;
@@ -57,8 +56,8 @@ export function benchRange(data: Dataset, variant: number): { start: string; end
   return { start: formatMicros(start), end: formatMicros(end0 - BigInt(variant % 1_000_000)) };
 }
 
-function scopeOf(orgId: string, surveys: string, parsed: v.InferOutput<typeof queryScopeSchema>): Scope {
-  return { orgId, surveyIds: parseSurveyIds(surveys), filtersBool: parsed.filters_bool, filters: parsed.filters, range: parsed.range };
+function scopeFor(data: Dataset, surveys: string, parsed: QueryScopeBody): Scope {
+  return scopeOf(data.orgId, parseSurveyIds(surveys), parsed);
 }
 
 function searchCase(data: Dataset, name: string, filters: unknown[], surveys = '*'): BenchCase {
@@ -69,15 +68,8 @@ function searchCase(data: Dataset, name: string, filters: unknown[], surveys = '
     surveys,
     body,
     direct: async (exec, i) => {
-      // As search.ts: the count with the window counts, then the page from the smallest window.
       const parsed = v.parse(searchBodySchema, body(i));
-      const scope = scopeOf(data.orgId, surveys, parsed);
-      const windows = pageWindowStarts(parsed.range?.end, Date.now());
-      const [counts] = await exec<SearchCountRow>(compileSearchCount(scope, windows));
-      const total = Number(counts?.total ?? 0);
-      if (parsed.size > 0 && parsed.offset < total) {
-        await exec(compileSearchPage(scope, parsed.size, parsed.offset, pageWindowStart(counts, windows, parsed.offset, parsed.size)));
-      }
+      await runSearch(exec, { ...scopeFor(data, surveys, parsed), size: parsed.size, offset: parsed.offset });
     },
   };
 }
@@ -90,7 +82,7 @@ function summaryCase(data: Dataset, name: string, surveys = '*'): BenchCase {
     surveys,
     body,
     direct: async (exec, i) => {
-      await exec(compileSummary(scopeOf(data.orgId, surveys, v.parse(queryScopeSchema, body(i)))));
+      await exec(compileSummary(scopeFor(data, surveys, v.parse(queryScopeSchema, body(i)))));
     },
   };
 }
@@ -104,10 +96,7 @@ function aggregationCase(data: Dataset, name: string, groupBy: unknown[], survey
     body,
     direct: async (exec, i) => {
       const parsed = v.parse(aggregationBodySchema, body(i));
-      const rules = parsed.group_by as GroupByRule[];
-      // Both range bounds are given, so the service runs no bounds query: the plan comes from the range.
-      const plans = planLevels(rules, parsed.range, {});
-      await exec(compileAggregation(scopeOf(data.orgId, surveys, parsed), rules, plans));
+      await runAggregation(exec, scopeFor(data, surveys, parsed), parsed.group_by as GroupByRule[]);
     },
   };
 }

@@ -7,6 +7,13 @@ export interface CompiledQuery {
   readonly params: Readonly<Record<string, unknown>>;
 }
 
+/**
+ * Runs one compiled query and returns its rows. A read's sequence of queries (search, aggregation)
+ * takes one, so that the service (its client, its cache) and the query bench (its timing and
+ * engine figures) run exactly the same sequence.
+ */
+export type RunQuery = <T>(q: CompiledQuery) => Promise<T[]>;
+
 export class ParamBag {
   private readonly values: Record<string, unknown> = {};
   private next = 0;

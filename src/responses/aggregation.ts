@@ -29,9 +29,9 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
-import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
+import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import { HttpError, parseOrThrow } from '../server/errors.ts';
-import { QUERY_SETTINGS, compileScope, type Scope } from './compile.ts';
+import { QUERY_SETTINGS, compileScope, scopeOf, type Scope } from './compile.ts';
 import { COMPLETION_VALUES, parseSurveyIds, queryScopeSchema } from './filters.ts';
 import {
   DATE_FIELD_COLUMNS,
@@ -266,16 +266,18 @@ export async function aggregate(client: ClickHouseClient, orgId: string, surveyI
   const surveyIds = parseSurveyIds(surveyIdsParam);
   const parsed = parseOrThrow(aggregationBodySchema, body ?? {});
   const started = performance.now();
-  const scope: Scope = { orgId, surveyIds, filtersBool: parsed.filters_bool, filters: parsed.filters, range: parsed.range };
   const rules = parsed.group_by as GroupByRule[];
+  const run: RunQuery = (q) => runDashboardQuery(client, q, QUERY_SETTINGS);
+  const { plans, rows } = await runAggregation(run, scopeOf(orgId, surveyIds, parsed), rules);
+  return shapeAggregation(rules, plans, rows, Math.round(performance.now() - started));
+}
 
+/** The data bounds when a histogram needs them, the plans, then the grouped query. */
+export async function runAggregation(run: RunQuery, scope: Scope, rules: readonly GroupByRule[]): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
   const needBounds = fieldsNeedingBounds(rules, scope.range);
-  const bounds = needBounds.length
-    ? readBounds(needBounds, (await runDashboardQuery<Record<string, string | null>>(client, compileBounds(scope, needBounds), QUERY_SETTINGS))[0])
-    : {};
+  const bounds = needBounds.length ? readBounds(needBounds, (await run<Record<string, string | null>>(compileBounds(scope, needBounds)))[0]) : {};
   const plans = planLevels(rules, scope.range, bounds);
   // The dense series alone (every date bucket under every date bucket) may already be too many.
   if (plans.reduce((n, p) => n * (p ? Math.max(p.starts.length, 1) : 1), 1) > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
-  const rows = await runDashboardQuery<AggregationRow>(client, compileAggregation(scope, rules, plans), QUERY_SETTINGS);
-  return shapeAggregation(rules, plans, rows, Math.round(performance.now() - started));
+  return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans)) };
 }

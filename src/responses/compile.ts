@@ -7,7 +7,7 @@
  */
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
-import type { FilterNode, Scalar } from './filters.ts';
+import type { FilterNode, QueryScopeBody, Scalar } from './filters.ts';
 import { formatDbMicros, parseInstantMicros } from './histogram.ts';
 
 /**
@@ -35,6 +35,11 @@ export interface Scope {
   filtersBool: 'AND' | 'OR';
   filters: readonly FilterNode[];
   range?: { start?: string; end?: string };
+}
+
+/** The scope of a read: the token's organization, the path's survey list, the body's filters and range. */
+export function scopeOf(orgId: string, surveyIds: Scope['surveyIds'], body: QueryScopeBody): Scope {
+  return { orgId, surveyIds, filtersBool: body.filters_bool, filters: body.filters, range: body.range };
 }
 
 const DT = "DateTime64(6, 'UTC')";

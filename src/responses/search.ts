@@ -5,18 +5,13 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { clickHouseHttpError } from '../clickhouse/errors.ts';
 import { parseOrThrow } from '../server/errors.ts';
-import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, type SearchCountRow } from './compile.ts';
-import type { CompiledQuery } from '../clickhouse/sql.ts';
-import { parseSurveyIds, searchBodySchema, type FilterNode } from './filters.ts';
+import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, scopeOf, type Scope, type SearchCountRow } from './compile.ts';
+import type { RunQuery } from '../clickhouse/sql.ts';
+import { parseSurveyIds, searchBodySchema } from './filters.ts';
 import { parseResponseBatch, type ResponseRecord } from './record.ts';
 import { insertResponses } from './store.ts';
 
-export interface SearchInput {
-  orgId: string;
-  surveyIds: string[] | '*';
-  filtersBool: 'AND' | 'OR';
-  filters: readonly FilterNode[];
-  range?: { start?: string; end?: string };
+export interface SearchInput extends Scope {
   size: number;
   offset: number;
 }
@@ -24,11 +19,6 @@ export interface SearchInput {
 export interface SearchResult {
   took: number;
   hits: { total: { value: number }; responses: ResponseRecord[] };
-}
-
-async function rows<T>(client: ClickHouseClient, q: CompiledQuery): Promise<T[]> {
-  const rs = await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS });
-  return rs.json<T>();
 }
 
 /**
@@ -40,16 +30,23 @@ async function rows<T>(client: ClickHouseClient, q: CompiledQuery): Promise<T[]>
  * (Before that, one query with `count() OVER ()` made every matching row, doc included, travel to
  * the window before LIMIT: 64-2991 ms on 1.5M rows.)
  */
-export async function searchResponses(client: ClickHouseClient, input: SearchInput): Promise<SearchResult> {
+export async function runSearch(run: RunQuery, input: SearchInput): Promise<{ total: number; docs: { doc: string }[] }> {
+  const windows = pageWindowStarts(input.range?.end, Date.now());
+  const [counts] = await run<SearchCountRow>(compileSearchCount(input, windows));
+  const total = Number(counts?.total ?? 0);
+  const docs =
+    input.size > 0 && input.offset < total
+      ? await run<{ doc: string }>(compileSearchPage(input, input.size, input.offset, pageWindowStart(counts, windows, input.offset, input.size)))
+      : [];
+  return { total, docs };
+}
+
+async function searchResponses(client: ClickHouseClient, input: SearchInput): Promise<SearchResult> {
   const started = performance.now();
+  const run: RunQuery = async (q) =>
+    (await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS })).json();
   try {
-    const windows = pageWindowStarts(input.range?.end, Date.now());
-    const [counts] = await rows<SearchCountRow>(client, compileSearchCount(input, windows));
-    const total = Number(counts?.total ?? 0);
-    const docs =
-      input.size > 0 && input.offset < total
-        ? await rows<{ doc: string }>(client, compileSearchPage(input, input.size, input.offset, pageWindowStart(counts, windows, input.offset, input.size)))
-        : [];
+    const { total, docs } = await runSearch(run, input);
     return {
       took: Math.round(performance.now() - started),
       hits: { total: { value: total }, responses: docs.map((d) => JSON.parse(d.doc) as ResponseRecord) },
@@ -63,15 +60,7 @@ export async function searchResponses(client: ClickHouseClient, input: SearchInp
 export async function handleSearch(client: ClickHouseClient, orgId: string, surveyIdsParam: string, body: unknown): Promise<SearchResult> {
   const surveyIds = parseSurveyIds(surveyIdsParam);
   const parsed = parseOrThrow(searchBodySchema, body ?? {});
-  return searchResponses(client, {
-    orgId,
-    surveyIds,
-    filtersBool: parsed.filters_bool,
-    filters: parsed.filters,
-    range: parsed.range,
-    size: parsed.size,
-    offset: parsed.offset,
-  });
+  return searchResponses(client, { ...scopeOf(orgId, surveyIds, parsed), size: parsed.size, offset: parsed.offset });
 }
 
 /** POST /1.0/survey/response: 1..1000 records, all or nothing. */

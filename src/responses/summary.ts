@@ -19,10 +19,9 @@
  *   may send the search body as is).
  */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { clickHouseHttpError } from '../clickhouse/errors.ts';
 import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
 import { parseOrThrow } from '../server/errors.ts';
-import { QUERY_SETTINGS, compileScope, type Scope } from './compile.ts';
+import { QUERY_SETTINGS, compileScope, scopeOf, type Scope } from './compile.ts';
 import { runDashboardQuery } from '../clickhouse/result-cache.ts';
 import { COMPLETION_VALUES, parseSurveyIds, queryScopeSchema } from './filters.ts';
 
@@ -167,8 +166,7 @@ function counts(found: Record<string, number | string> | undefined): Record<stri
 /** SEARCH /1.0/survey/<survey_ids>/response/summary */
 export async function summarize(client: ClickHouseClient, orgId: string, surveyIdsParam: string, body: unknown): Promise<Summary> {
   const surveyIds = parseSurveyIds(surveyIdsParam);
-  const parsed = parseOrThrow(queryScopeSchema, body ?? {});
-  const scope: Scope = { orgId, surveyIds, filtersBool: parsed.filters_bool, filters: parsed.filters, range: parsed.range };
+  const scope = scopeOf(orgId, surveyIds, parseOrThrow(queryScopeSchema, body ?? {}));
   const [row] = await runDashboardQuery<SummaryRow>(client, compileSummary(scope), QUERY_SETTINGS);
   return shapeSummary(row);
 }
