@@ -27,11 +27,13 @@ export function clickHouseHttpError(err: unknown): HttpError | undefined {
 }
 
 /**
- * ClickHouse exception types raised by the data of an INSERT itself (a value the input format or
- * the column cannot take), as opposed to the state of the store. Validation should stop such data
- * first; this is the net under it (see GroupCommitter's classify).
+ * ClickHouse exception types raised while the input format parses an INSERT's body: the data
+ * itself is at fault, and nothing was written yet (see insertEvents). Validation should stop such
+ * data first; this is the net under it (GroupCommitter's classify). Anything else (a read cut off,
+ * a materialized view failing after the part was written, a schema mismatch) is the store's
+ * problem: a 503, never split and retried.
  */
-const BAD_INSERT_DATA = /^(CANNOT_PARSE_\w+|CANNOT_READ_\w+|INCORRECT_DATA|TYPE_MISMATCH|CANNOT_CONVERT_TYPE|TOO_LARGE_STRING_SIZE|ARGUMENT_OUT_OF_BOUND|VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE|CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN|UNKNOWN_FIELD|INCORRECT_NUMBER_OF_COLUMNS)$/;
+const BAD_INSERT_DATA = /^(CANNOT_PARSE_\w+|INCORRECT_DATA|TOO_LARGE_STRING_SIZE)$/;
 
 /** A 400 naming the engine's reason when an INSERT failed because of its data; else undefined. */
 export function insertDataError(err: unknown): HttpError | undefined {

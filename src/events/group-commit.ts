@@ -1,7 +1,7 @@
 import { unavailable } from '../server/errors.ts';
 
 export interface GroupCommitOptions {
-  /** Flush as soon as this many rows wait. */
+  /** Flush as soon as this many rows wait (and a flush may start). */
   maxRows: number;
   /** Flush at the latest this long after the oldest waiting request arrived. */
   delayMs: number;
@@ -9,6 +9,14 @@ export interface GroupCommitOptions {
   maxQueuedRows: number;
   /** INSERTs in flight at once. */
   maxConcurrentFlushes: number;
+  /**
+   * Tells a failure caused by the rows themselves (the engine could not parse them) from one of
+   * the store (down, overloaded): for the former it returns the error the request gets (a 4xx).
+   * The failed batch is then split in halves, recursively, until the requests at fault are alone:
+   * they fail, every other request is stored. Store failures reject the whole batch with 503.
+   * Without it, every failure is a store failure.
+   */
+  classify?: (err: unknown) => Error | undefined;
 }
 
 interface Waiter<Chunk> {
@@ -23,7 +31,7 @@ interface Waiter<Chunk> {
  * Group commit: the chunks of concurrent requests (a chunk is one request's rows, already encoded)
  * go into one INSERT per flush. A request's promise resolves only after the INSERT holding its rows
  * has been acknowledged by ClickHouse, and rejects if that INSERT fails (503, or the 4xx of
- * `classify` below), so nothing is acknowledged that is not committed.
+ * `classify` of the options), so nothing is acknowledged that is not committed.
  *
  * The batch size adapts to the load: a flush starts when `maxRows` rows wait, or when the oldest
  * waiting request has waited `delayMs`, but never with more than `maxConcurrentFlushes` INSERTs in
@@ -39,18 +47,9 @@ export class GroupCommitter<Chunk> {
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
-  /**
-   * @param classify Tells a failure caused by the rows themselves (the engine could not parse or
-   *   take them) from one of the store (down, overloaded): for the former it returns the error the
-   *   request gets (a 4xx), and each request of the failed batch is then inserted alone, so that
-   *   one request's bad rows fail that request only, not every request it shared the INSERT with.
-   *   Store failures reject the whole batch with 503.
-   */
   constructor(
     private readonly insert: (chunks: Chunk[], rows: number) => Promise<void>,
     private readonly opts: GroupCommitOptions,
-    private readonly now: () => number = Date.now,
-    private readonly classify: (err: unknown) => Error | undefined = () => undefined,
   ) {}
 
   /** Resolves with the commit time (ms since epoch) once the `rows` rows of `chunk` are committed. */
@@ -60,7 +59,7 @@ export class GroupCommitter<Chunk> {
       return Promise.reject(unavailable('The ingest queue is full; retry shortly', 1));
     }
     return new Promise<number>((resolve, reject) => {
-      this.waiting.push({ chunk, rows, arrivedAt: this.now(), resolve, reject });
+      this.waiting.push({ chunk, rows, arrivedAt: Date.now(), resolve, reject });
       this.waitingRows += rows;
       this.schedule();
     });
@@ -72,7 +71,7 @@ export class GroupCommitter<Chunk> {
 
   private schedule() {
     if (this.waiting.length === 0 || this.inFlight.size >= this.opts.maxConcurrentFlushes) return;
-    const waited = this.now() - this.waiting[0].arrivedAt;
+    const waited = Date.now() - this.waiting[0].arrivedAt;
     if (this.waitingRows >= this.opts.maxRows || waited >= this.opts.delayMs) {
       this.flushAvailable();
     } else if (!this.timer) {
@@ -90,8 +89,8 @@ export class GroupCommitter<Chunk> {
       this.timer = undefined;
     }
     while (this.waiting.length > 0 && this.inFlight.size < this.opts.maxConcurrentFlushes) {
-      const batch = this.takeBatch();
-      const p = this.flush(batch).finally(() => {
+      const { batch, rows } = this.takeBatch();
+      const p = this.flush(batch, rows).finally(() => {
         this.inFlight.delete(p);
         this.schedule();
       });
@@ -99,7 +98,7 @@ export class GroupCommitter<Chunk> {
     }
   }
 
-  private takeBatch(): Waiter<Chunk>[] {
+  private takeBatch(): { batch: Waiter<Chunk>[]; rows: number } {
     let count = 0;
     let rows = 0;
     // Whole requests only; at least one, so a request larger than maxRows still goes.
@@ -110,44 +109,54 @@ export class GroupCommitter<Chunk> {
     const batch = this.waiting.splice(0, count);
     this.waitingRows -= rows;
     this.inFlightRows += rows;
-    return batch;
+    return { batch, rows };
   }
 
-  private async flush(batch: Waiter<Chunk>[]): Promise<void> {
-    let rows = 0;
-    for (const w of batch) rows += w.rows;
+  private async flush(batch: Waiter<Chunk>[], rows: number): Promise<void> {
     try {
-      await this.insert(batch.map((w) => w.chunk), rows);
-      const committedAt = this.now();
-      for (const w of batch) w.resolve(committedAt);
-    } catch (err) {
-      const clientError = this.classify(err);
-      if (clientError && batch.length > 1) {
-        // A parse failure aborts the INSERT before any part is written (a flush is far below the
-        // engine's min_insert_block_size_rows, so it writes one block, once all of the body is
-        // parsed): inserting the requests one by one stores each exactly once.
-        for (const w of batch) await this.flushAlone(w);
-      } else {
-        for (const w of batch) w.reject(clientError ?? this.storeFailure(err));
-      }
+      await this.commit(batch, rows);
     } finally {
       this.inFlightRows -= rows;
     }
   }
 
-  private async flushAlone(w: Waiter<Chunk>): Promise<void> {
+  /**
+   * One INSERT for the batch. When the engine refuses it for its rows, each half is committed on
+   * its own, down to single requests: one bad request costs about 2·log2(requests) more INSERTs, and
+   * only it fails. That stores nothing twice because a parse failure aborts the INSERT before any
+   * part is written (insertEvents makes the engine form one block of the whole body). A store
+   * failure on the way fails what is left of the batch with 503, without trying the rest.
+   */
+  private async commit(batch: Waiter<Chunk>[], rows: number): Promise<'ok' | 'store-failed'> {
     try {
-      await this.insert([w.chunk], w.rows);
-      w.resolve(this.now());
+      await this.insert(batch.map((w) => w.chunk), rows);
+      const committedAt = Date.now();
+      for (const w of batch) w.resolve(committedAt);
+      return 'ok';
     } catch (err) {
-      w.reject(this.classify(err) ?? this.storeFailure(err));
+      const clientError = this.opts.classify?.(err);
+      if (!clientError) {
+        const failure = unavailable('Storing the events failed; retry shortly', 1);
+        (failure as { cause?: unknown }).cause = err;
+        for (const w of batch) w.reject(failure);
+        return 'store-failed';
+      }
+      if (batch.length === 1) {
+        batch[0].reject(clientError);
+        return 'ok';
+      }
+      const half = Math.ceil(batch.length / 2);
+      const halves = [batch.slice(0, half), batch.slice(half)];
+      for (let i = 0; i < halves.length; i++) {
+        const part = halves[i];
+        if ((await this.commit(part, part.reduce((n, w) => n + w.rows, 0))) === 'store-failed') {
+          const failure = unavailable('Storing the events failed; retry shortly', 1);
+          for (const rest of halves.slice(i + 1)) for (const w of rest) w.reject(failure);
+          return 'store-failed';
+        }
+      }
+      return 'ok';
     }
-  }
-
-  private storeFailure(cause: unknown): Error {
-    const failure = unavailable('Storing the events failed; retry shortly', 1);
-    (failure as { cause?: unknown }).cause = cause;
-    return failure;
   }
 
   /** Commits everything queued and waits for it: graceful shutdown. New submits get 503. */

@@ -21,17 +21,13 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<Buffer> {
       throw err;
     }
   };
-  return new GroupCommitter<Buffer>(
-    insert,
-    {
-      maxRows: ingest.batchMaxRows,
-      delayMs: ingest.batchDelayMs,
-      maxQueuedRows: ingest.maxQueuedRows,
-      maxConcurrentFlushes: ingest.maxConcurrentFlushes,
-    },
-    Date.now,
-    insertDataError,
-  );
+  return new GroupCommitter<Buffer>(insert, {
+    maxRows: ingest.batchMaxRows,
+    delayMs: ingest.batchDelayMs,
+    maxQueuedRows: ingest.maxQueuedRows,
+    maxConcurrentFlushes: ingest.maxConcurrentFlushes,
+    classify: insertDataError,
+  });
 }
 
 /**
@@ -43,7 +39,16 @@ export async function insertEvents(client: ClickHouseClient, chunks: readonly (s
   const result = await client.exec({
     query: 'INSERT INTO events FORMAT JSONEachRow',
     values: Readable.from(chunks, { objectMode: false }),
-    clickhouse_settings: { async_insert: 0, wait_end_of_query: 1 },
+    clickhouse_settings: {
+      async_insert: 0,
+      wait_end_of_query: 1,
+      // One block for the whole body, whatever its size (the engine squashes parsed rows until
+      // either threshold is reached): it writes nothing before all of it is parsed, so a body it
+      // refuses left no part behind (GroupCommitter relies on it). The defaults (~1M rows, 256 MiB)
+      // would allow several blocks for a flush of INGEST_BATCH_ROWS=1000000 or of large events.
+      min_insert_block_size_rows: '1000000000000',
+      min_insert_block_size_bytes: '1000000000000',
+    },
   });
   // An INSERT answers with an empty body; read it to the end so the socket goes back to the pool.
   for await (const _ of result.stream);

@@ -26,7 +26,7 @@ describe('event group commit (real engine)', () => {
   const chunkFor = (org: string, events: unknown[]) => Buffer.from(encodeEventRows(toEventRows(org, parseEventBatch(events), new Date())));
 
   it('one request with rows the engine refuses fails alone (400); its batch-mates are stored once', async () => {
-    const committer = new GroupCommitter<Buffer>((chunks) => insertEvents(svc.client, chunks), { maxRows: 10_000, delayMs: 20, maxQueuedRows: 100_000, maxConcurrentFlushes: 1 }, Date.now, insertDataError);
+    const committer = new GroupCommitter<Buffer>((chunks) => insertEvents(svc.client, chunks), { maxRows: 10_000, delayMs: 20, maxQueuedRows: 100_000, maxConcurrentFlushes: 1, classify: insertDataError });
     const [a, b, bad] = [randomUUID(), randomUUID(), randomUUID()];
     // An unpaired surrogate escape: valid JSON, refused by ClickHouse (CANNOT_PARSE_ESCAPE_SEQUENCE).
     const badChunk = Buffer.from(chunkFor(bad, [{ type: 'track', event_name: 'x' }]).toString().replace('"event_name":"x"', '"event_name":"\\ud800"'));
@@ -49,9 +49,7 @@ describe('event group commit (real engine)', () => {
         attempts++;
         await svc.client.command({ query: 'SELECT throwIf(1)' }); // a real ClickHouse exception, not a data error
       },
-      { maxRows: 10_000, delayMs: 20, maxQueuedRows: 100_000, maxConcurrentFlushes: 1 },
-      Date.now,
-      insertDataError,
+      { maxRows: 10_000, delayMs: 20, maxQueuedRows: 100_000, maxConcurrentFlushes: 1, classify: insertDataError },
     );
     const results = await Promise.allSettled([committer.submit(chunkFor(randomUUID(), [{ type: 'track', event_name: 'x' }]), 1), committer.submit(chunkFor(randomUUID(), [{ type: 'track', event_name: 'y' }]), 1)]);
     for (const r of results) expect((r as PromiseRejectedResult).reason).to.include({ status: 503 });

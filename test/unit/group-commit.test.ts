@@ -135,20 +135,50 @@ describe('GroupCommitter: a batch that fails because of one request\'s rows', ()
   class BadRows extends Error {}
   const classify = (err: unknown) => (err instanceof BadRows ? Object.assign(new Error('bad rows'), { status: 400 }) : undefined);
 
-  it('inserts each request alone, so that only the request at fault fails (with the 4xx), and stores the others once', async () => {
+  /** Records each INSERT; fails one holding `bad` (a data error) or, from `storeDownAfter` attempts on, any (a store error). */
+  const recorder = (storeDownAfter = Infinity) => {
     const stored: string[] = [];
     const attempts: string[][] = [];
     const insert = async (chunks: string[]) => {
       attempts.push(chunks);
+      if (attempts.length > storeDownAfter) throw new Error('ECONNREFUSED');
       if (chunks.includes('bad')) throw new BadRows();
       stored.push(...chunks);
     };
-    const gc = new GroupCommitter(insert, { ...OPTIONS, delayMs: 5 }, Date.now, classify);
-    const results = await Promise.allSettled([gc.submit('a', 1), gc.submit('bad', 1), gc.submit('c', 1)]);
-    expect(attempts).to.deep.equal([['a', 'bad', 'c'], ['a'], ['bad'], ['c']]);
-    expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
-    expect((results[1] as PromiseRejectedResult).reason).to.include({ status: 400 });
-    expect(stored).to.deep.equal(['a', 'c']);
+    return { stored, attempts, insert };
+  };
+  const submitAll = (gc: GroupCommitter<string>, chunks: string[]) => Promise.allSettled(chunks.map((c) => gc.submit(c, 1)));
+  const statuses = (results: PromiseSettledResult<number>[]) =>
+    results.map((r) => (r.status === 'fulfilled' ? 200 : (r.reason as { status: number }).status));
+
+  it('splits the batch in halves until the request at fault is alone: only it fails (with the 4xx), the others are stored once', async () => {
+    const r = recorder();
+    const gc = new GroupCommitter(r.insert, { ...OPTIONS, delayMs: 5, classify });
+    const results = await submitAll(gc, ['a', 'b', 'c', 'bad', 'e', 'f', 'g', 'h']);
+    expect(r.attempts).to.deep.equal([
+      ['a', 'b', 'c', 'bad', 'e', 'f', 'g', 'h'],
+      ['a', 'b', 'c', 'bad'],
+      ['a', 'b'],
+      ['c', 'bad'],
+      ['c'],
+      ['bad'],
+      ['e', 'f', 'g', 'h'],
+    ]);
+    expect(statuses(results)).to.deep.equal([200, 200, 200, 400, 200, 200, 200, 200]);
+    expect(r.stored.sort()).to.deep.equal(['a', 'b', 'c', 'e', 'f', 'g', 'h']);
+    await tick(); // the flush releases its rows once all its requests are answered
+    expect(gc.queuedRows).to.equal(0);
+  });
+
+  it('a store failure while splitting fails what is left with 503, without trying it', async () => {
+    const r = recorder(3); // the first 3 INSERTs reach the store, then it is down
+    const gc = new GroupCommitter(r.insert, { ...OPTIONS, delayMs: 5, classify });
+    const results = await submitAll(gc, ['a', 'b', 'c', 'bad', 'e', 'f']);
+    // [a b c bad e f] refused -> [a b c] stored -> [bad e f] refused -> [bad e]: store down.
+    expect(r.attempts).to.deep.equal([['a', 'b', 'c', 'bad', 'e', 'f'], ['a', 'b', 'c'], ['bad', 'e', 'f'], ['bad', 'e']]);
+    expect(statuses(results)).to.deep.equal([200, 200, 200, 503, 503, 503]);
+    expect(r.stored).to.deep.equal(['a', 'b', 'c']);
+    await tick();
     expect(gc.queuedRows).to.equal(0);
   });
 
@@ -159,9 +189,7 @@ describe('GroupCommitter: a batch that fails because of one request\'s rows', ()
         attempts++;
         throw new Error('ECONNREFUSED');
       },
-      { ...OPTIONS, delayMs: 5 },
-      Date.now,
-      classify,
+      { ...OPTIONS, delayMs: 5, classify },
     );
     const results = await Promise.allSettled([gc.submit('a', 1), gc.submit('b', 1)]);
     expect(attempts).to.equal(1);
@@ -173,9 +201,7 @@ describe('GroupCommitter: a batch that fails because of one request\'s rows', ()
       async () => {
         throw new BadRows();
       },
-      { ...OPTIONS, delayMs: 5 },
-      Date.now,
-      classify,
+      { ...OPTIONS, delayMs: 5, classify },
     );
     const [r] = await Promise.allSettled([gc.submit('bad', 1)]);
     expect((r as PromiseRejectedResult).reason).to.include({ status: 400 });
