@@ -47,16 +47,12 @@ function parseJson(text: string): unknown {
   } catch (err) {
     throw new HttpError(400, 'invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
   }
-  if (deeperThan(body, MAX_JSON_DEPTH)) {
-    throw new HttpError(400, 'invalid_json', `The body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`);
-  }
-  // A lone surrogate can only come from a \uD800-\uDFFF escape (invalid UTF-8 bytes decode to
-  // U+FFFD): only then is the tree walked.
-  if (SURROGATE_ESCAPE.test(text)) {
-    const issues = loneSurrogates(body, '', []);
-    if (issues.length > 0) {
-      throw new HttpError(400, 'invalid_json', 'The body holds text that is not valid Unicode (an unpaired surrogate escape)', issues);
-    }
+  // One walk over the tree: the nesting bound always; the text check only when the raw text has a
+  // \uD800-\uDFFF escape, the only way a lone surrogate gets in (invalid UTF-8 bytes decode to
+  // U+FFFD; JSON escapes are always a lower-case \u).
+  const issues = inspectTree(body, MAX_JSON_DEPTH, SURROGATE_ESCAPE.test(text) ? '' : undefined, []);
+  if (issues.length > 0) {
+    throw new HttpError(400, 'invalid_json', 'The body holds text that is not valid Unicode (an unpaired surrogate escape)', issues);
   }
   return body;
 }
@@ -68,41 +64,40 @@ function parseJson(text: string): unknown {
  */
 export const MAX_JSON_DEPTH = 64;
 
-/** True when `value` nests arrays/objects more than `limit` levels deep; never recurses past it. */
-function deeperThan(value: unknown, limit: number): boolean {
-  if (value === null || typeof value !== 'object') return false;
-  if (limit === 0) return true;
-  if (Array.isArray(value)) {
-    for (const item of value) if (deeperThan(item, limit - 1)) return true;
-  } else {
-    for (const key in value) if (deeperThan((value as Record<string, unknown>)[key], limit - 1)) return true;
-  }
-  return false;
-}
-
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
-const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+const MAX_TEXT_ISSUES = 20;
 
 /**
- * Where the parsed body holds an unpaired UTF-16 surrogate (JSON allows the escape; Unicode text
- * cannot hold it). ClickHouse rejects such text, so letting it through would fail the whole
- * INSERT it lands in, other requests' rows included: it is a 400 here, naming each place.
+ * Throws a 400 when `value` nests arrays/objects more than `depthLeft` levels (never recursing past
+ * that). With a `path` (text check on), also collects where a string or a key holds an unpaired
+ * UTF-16 surrogate: JSON allows the escape, Unicode text cannot hold it, and ClickHouse refuses
+ * such text, which would fail the whole INSERT it lands in, other requests' rows included.
  */
-function loneSurrogates(value: unknown, path: string, issues: Issue[]): Issue[] {
-  if (issues.length >= 20) return issues;
+function inspectTree(value: unknown, depthLeft: number, path: string | undefined, issues: Issue[]): Issue[] {
   if (typeof value === 'string') {
-    if (LONE_SURROGATE.test(value)) issues.push({ path: path || '(body)', message: 'Contains an unpaired surrogate (\\uD800-\\uDFFF escape): not valid Unicode text' });
-  } else if (Array.isArray(value)) {
-    value.forEach((item, i) => loneSurrogates(item, `${path}[${i}]`, issues));
-  } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) {
-      const at = path === '' ? key : `${path}.${key}`;
-      if (LONE_SURROGATE.test(key)) issues.push({ path: at, message: 'The key contains an unpaired surrogate: not valid Unicode text' });
-      loneSurrogates(item, at, issues);
+    if (path !== undefined && issues.length < MAX_TEXT_ISSUES && !isWellFormed(value)) {
+      issues.push({ path: path || '(body)', message: 'Contains an unpaired surrogate (\\uD800-\\uDFFF escape): not valid Unicode text' });
+    }
+    return issues;
+  }
+  if (value === null || typeof value !== 'object') return issues;
+  if (depthLeft === 0) throw new HttpError(400, 'invalid_json', `The body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) inspectTree(value[i], depthLeft - 1, path === undefined ? undefined : `${path}[${i}]`, issues);
+  } else {
+    for (const key in value) {
+      const at = path === undefined ? undefined : path === '' ? key : `${path}.${key}`;
+      if (at !== undefined && issues.length < MAX_TEXT_ISSUES && !isWellFormed(key)) {
+        issues.push({ path: at, message: 'The key contains an unpaired surrogate: not valid Unicode text' });
+      }
+      inspectTree((value as Record<string, unknown>)[key], depthLeft - 1, at, issues);
     }
   }
   return issues;
 }
+
+/** String.prototype.isWellFormed (ES2024; Node 20 has it, the ES2022 lib types do not). */
+const isWellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
 
 const tooLarge = (limit: number) => new HttpError(413, 'payload_too_large', `The body is larger than ${limit} bytes (after decompression)`);
 
