@@ -9,14 +9,15 @@ const IDLE_MS = 60_000;
 
 interface TokenWindow {
   limiter: Bottleneck;
-  startedAt: number;
   lastUsedAt: number;
 }
 
 /**
  * Per-token request rate limit: a bottleneck reservoir of `perSecond` requests, refilled to
- * `perSecond` every second. A request takes one from the reservoir; one that finds it empty is
- * rejected at once with 429 (never queued), so a rejected request does no work and stores nothing.
+ * `perSecond` once a second has passed (bottleneck checks on its 250 ms heartbeat, so a window
+ * lasts 1 to 1.25 s). A request takes one from the reservoir; one that finds it empty is rejected
+ * at once with 429 (never queued), so a rejected request does no work and stores nothing.
+ * RateLimit-Reset and Retry-After are therefore 1 (second), the whole-second value of the window.
  *
  * The reservoir is taken with `incrementReservoir(-1)` (atomic in bottleneck's local datastore:
  * the decrement and the read happen in one step) rather than by scheduling a job: `schedule()`
@@ -41,16 +42,11 @@ export function rateLimit(name: string, perSecond: number): Middleware<AuthState
     let w = windows.get(key);
     if (!w) {
       const limiter = new Bottleneck({ reservoir: perSecond, reservoirRefreshAmount: perSecond, reservoirRefreshInterval: WINDOW_MS });
-      w = { limiter, startedAt: Date.now(), lastUsedAt: 0 };
+      w = { limiter, lastUsedAt: 0 };
       windows.set(key, w);
     }
     w.lastUsedAt = Date.now();
     return w;
-  };
-
-  const resetSeconds = (w: TokenWindow) => {
-    const elapsed = (Date.now() - w.startedAt) % WINDOW_MS;
-    return Math.max(1, Math.ceil((WINDOW_MS - elapsed) / 1000));
   };
 
   return async (ctx, next) => {
@@ -59,7 +55,7 @@ export function rateLimit(name: string, perSecond: number): Middleware<AuthState
     const headers = {
       'RateLimit-Limit': String(perSecond),
       'RateLimit-Remaining': String(Math.max(0, left)),
-      'RateLimit-Reset': String(resetSeconds(w)),
+      'RateLimit-Reset': String(WINDOW_MS / 1000),
     };
     if (left < 0) {
       throw new HttpError(429, 'rate_limited', `Rate limit of ${perSecond} ${name} requests per second exceeded; retry after the reset`, undefined, {
