@@ -70,6 +70,8 @@ export function ping(endpoint: EngineEndpoint, timeoutMs = 1000): Promise<boolea
     const req = httpGet(`${endpoint.url}/ping`, { headers: endpoint.headers, agent: false, timeout: timeoutMs }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode === 200));
+      // A socket cut after the headers: no 'end'. (A settled promise ignores later calls.)
+      res.on('close', () => resolve(false));
     });
     req.on('timeout', () => req.destroy());
     req.on('error', () => resolve(false));

@@ -12,6 +12,7 @@
  * name (JSON escapes quotes and separators) and a user id never equals a group id.
  */
 import { hash, randomUUID } from 'node:crypto';
+import { toClickHouseDateTime64 } from '../clickhouse/sql.ts';
 import { parseIsoTimestamp, type EventType, type ParsedEvent } from './schema.ts';
 
 /**
@@ -130,13 +131,6 @@ export function effectiveTimestamp(timestamp: string | null | undefined, receive
   const received = receivedAt.getTime();
   if (ms === undefined || ms > received || received - ms > MAX_EVENT_AGE_MS) return receivedAt;
   return new Date(ms);
-}
-
-/** 'YYYY-MM-DD hh:mm:ss.mmm' in UTC: what a DateTime64(3, 'UTC') column parses in JSONEachRow. */
-export function toClickHouseDateTime64(date: Date): string {
-  const iso = date.toISOString();
-  // 'YYYY-MM-DDThh:mm:ss.mmmZ', or with a signed 6-digit year outside 0000..9999.
-  return iso.slice(0, -14) + ' ' + iso.slice(-13, -1);
 }
 
 export function toEventRows(orgId: string, events: readonly ParsedEvent[], receivedAt: Date): EventRow[] {

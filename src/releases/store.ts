@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
+import { toClickHouseDateTime64 } from '../clickhouse/sql.ts';
 import type { Release, ReleaseBody, ReleaseListQuery } from './schema.ts';
 
 const ISO = `'%Y-%m-%dT%H:%i:%S.%fZ'`;
@@ -25,7 +26,8 @@ export async function createRelease(client: ClickHouseClient, orgId: string, bod
 /** Newest released_at first, optionally within [from, to]. */
 export async function listReleases(client: ClickHouseClient, orgId: string, q: ReleaseListQuery): Promise<Release[]> {
   const rs = await client.query({
-    // Output aliases differ from the column names so WHERE and ORDER BY see the columns.
+    // The time aliases differ from the column names so that WHERE and ORDER BY see the DateTime64
+    // columns; `id` is its text, which orders ties deterministically too.
     query: `SELECT toString(id) AS id, name, description, version, tags,
                    formatDateTime(released_at, ${ISO}) AS released_at_iso, formatDateTime(created_at, ${ISO}) AS created_at_iso
             FROM releases
@@ -36,8 +38,8 @@ export async function listReleases(client: ClickHouseClient, orgId: string, q: R
             LIMIT {limit:UInt32}`,
     query_params: {
       org: orgId,
-      from: q.from ? toClickHouseTime(q.from) : null,
-      to: q.to ? toClickHouseTime(q.to) : null,
+      from: q.from ? toClickHouseDateTime64(new Date(q.from)) : null,
+      to: q.to ? toClickHouseDateTime64(new Date(q.to)) : null,
       limit: q.limit,
     },
     format: 'JSONEachRow',
@@ -46,6 +48,5 @@ export async function listReleases(client: ClickHouseClient, orgId: string, q: R
   return (await rs.json<Row>()).map(({ released_at_iso, created_at_iso, ...r }) => ({ ...r, released_at: trimMicros(released_at_iso), created_at: trimMicros(created_at_iso) }));
 }
 
-const toClickHouseTime = (iso: string) => new Date(iso).toISOString().replace('T', ' ').replace('Z', '');
 // DateTime64(3) formats %f with 3 digits in recent versions; keep exactly milliseconds either way.
 const trimMicros = (s: string) => s.replace(/\.(\d{3})\d*Z$/, '.$1Z');

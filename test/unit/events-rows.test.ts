@@ -7,13 +7,13 @@ import {
   effectiveTimestamp,
   encodeEventRows,
   groupIdFor,
-  toClickHouseDateTime64,
   toEventRows,
   userIdForAlias,
   uuidV5,
   type EventRow,
 } from '../../src/events/rows.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
+import { toClickHouseDateTime64 } from '../../src/clickhouse/sql.ts';
 
 const ORG = '7f9c0a52-3d1e-4b6a-9c2f-0e8d1a2b3c4d';
 const OTHER_ORG = '0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9';
