@@ -1,5 +1,4 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
-import { clickHouseHttpError } from './errors.ts';
 import type { CompiledQuery } from './sql.ts';
 
 /**
@@ -45,10 +44,7 @@ export function runDashboardQuery<T>(client: ClickHouseClient, q: CompiledQuery,
 
   const rows = client
     .query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: { ...settings, ...DASHBOARD_QUERY_CACHE_SETTINGS } })
-    .then((rs) => rs.json<T>())
-    .catch((err: unknown) => {
-      throw clickHouseHttpError(err) ?? err;
-    });
+    .then((rs) => rs.json<T>());
   const entry: CacheEntry = { expires: now + POLL_WINDOW_MS, rows };
   cache.delete(key);
   cache.set(key, entry);

@@ -7,7 +7,7 @@
  */
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
-import type { FilterNode, QueryScopeBody, Scalar } from './filters.ts';
+import { scalarAsNumber, type FilterNode, type QueryScopeBody, type Scalar } from './filters.ts';
 import { formatDbMicros, parseInstantMicros } from './histogram.ts';
 
 /**
@@ -128,18 +128,6 @@ function entryExists(keyParam: string, branches: Branch[]): string {
   return `arrayExists((${args.join(', ')}) -> k = ${keyParam} AND (${conds}), ${columns.join(', ')})`;
 }
 
-const NUMERIC = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
-
-/** A scalar read as a number, when it is one (numbers, numeric strings). */
-export function scalarAsNumber(x: Scalar): number | undefined {
-  if (typeof x === 'number') return x;
-  if (typeof x === 'string' && NUMERIC.test(x)) {
-    const n = Number(x);
-    return Number.isFinite(n) ? n : undefined;
-  }
-  return undefined;
-}
-
 /** A scalar read as a boolean, when it is one (booleans, "true"/"false"). */
 export function scalarAsBool(x: Scalar): boolean | undefined {
   if (typeof x === 'boolean') return x;
@@ -162,8 +150,9 @@ const NUL = '\u0000';
 
 /** has(hf_pairs, …) per candidate entry of eq/in, or undefined when the arrays must answer. */
 function pairsExpr(key: string, values: readonly Scalar[], bag: ParamBag): string | undefined {
-  // Keys with NUL are not in hf_pairs; a NUL in a string value could forge a pair boundary.
-  if (key.includes(NUL) || values.some((x) => typeof x === 'string' && x.includes(NUL))) return undefined;
+  // Keys with NUL are not in hf_pairs. (A NUL in a value is harmless: the key has none, so the
+  // first NUL ends it and the pair text is compared whole.)
+  if (key.includes(NUL)) return undefined;
   const texts = new Set<string>();
   const numbers = new Set<number>();
   for (const x of values) {
@@ -175,8 +164,9 @@ function pairsExpr(key: string, values: readonly Scalar[], bag: ParamBag): strin
     // engine itself, so that the text is the one stored.
     if (n === 0) texts.add(`${key}${NUL}n0`).add(`${key}${NUL}n-0`);
     else if (n !== undefined) numbers.add(n);
+    // Past the bound the arrays are used instead: stop building candidates (an `in` takes 1000 values).
+    if (texts.size + numbers.size > MAX_PAIR_CANDIDATES) return undefined;
   }
-  if (texts.size + numbers.size > MAX_PAIR_CANDIDATES) return undefined;
   const candidates = [...texts].map((t) => `has(hf_pairs, ${bag.add(t, 'String')})`);
   if (numbers.size) {
     const prefix = bag.add(`${key}${NUL}n`, 'String');
@@ -283,7 +273,7 @@ export function pageWindowStart(row: SearchCountRow | undefined, windowStarts: r
 }
 
 /** True when window i holds the newest `offset + size` matches, or every match. */
-export function windowHoldsPage(row: SearchCountRow | undefined, i: number, offset: number, size: number): boolean {
+function windowHoldsPage(row: SearchCountRow | undefined, i: number, offset: number, size: number): boolean {
   if (!row) return false;
   return Number(row[`w${i}`] ?? 0) >= Math.min(offset + size, Number(row.total));
 }

@@ -63,6 +63,21 @@ export const HIDDEN_FIELD_OPERATORS = OPERATORS;
 
 export type Scalar = string | number | boolean;
 
+const NUMERIC = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
+
+/**
+ * A scalar read as a number, when it is one (numbers, numeric strings). The one rule for both a
+ * hidden-field filter's numeric match and an answer's score (`v_s` read as a number, decisions.md).
+ */
+export function scalarAsNumber(x: Scalar): number | undefined {
+  if (typeof x === 'number') return x;
+  if (typeof x === 'string' && NUMERIC.test(x)) {
+    const n = Number(x);
+    return Number.isFinite(n) ? n : undefined;
+  }
+  return undefined;
+}
+
 /** One filter after parsing. `negate` carries the negative operators (neq, not_in, ...). */
 export type FilterNode =
   | { readonly kind: 'respondent_id' | 'channel_id' | 'respondent_segments'; readonly op: Positive<EqIn>; readonly negate: boolean; readonly values: readonly string[] }
@@ -323,9 +338,9 @@ export function parseSurveyIds(pathParam: string): string[] | '*' {
   if (text === '*') return '*';
   const parts = text.split(',').map((s) => s.trim());
   const bad = parts.filter((s) => !UUID.test(s));
-  if (parts.length === 0 || bad.length > 0) {
+  if (bad.length > 0) {
     throw badRequest('survey_ids must be "*" or a comma-separated list of survey UUIDs', [
-      { path: 'survey_ids', message: bad.length ? `not a UUID: ${bad.slice(0, 5).map((s) => JSON.stringify(s.slice(0, 64))).join(', ')}` : 'empty list' },
+      { path: 'survey_ids', message: `not a UUID: ${bad.slice(0, 5).map((s) => JSON.stringify(s.slice(0, 64))).join(', ')}` },
     ]);
   }
   if (parts.length > MAX_FILTER_VALUES) {

@@ -16,7 +16,7 @@
 import * as v from 'valibot';
 import { badRequest, toIssues, type Issue } from '../server/errors.ts';
 import { formatApi, parseIsoMicros } from './timestamps.ts';
-import { COMPLETION_VALUES } from './filters.ts';
+import { COMPLETION_VALUES, scalarAsNumber } from './filters.ts';
 
 export const MAX_BATCH = 1000;
 
@@ -233,16 +233,10 @@ export function apiToDb(api: string): string {
 
 const dbOrNull = (t: string | null | undefined) => (t ? apiToDb(t) : null);
 
-const NUMERIC = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
-
 /** The score of an answer: `v_d`, else `v_s` read as a number, else null. */
 export function answerScore(a: AnswerEntry): number | null {
   if (a.v_d !== undefined) return a.v_d;
-  if (a.v_s !== undefined && NUMERIC.test(a.v_s)) {
-    const n = Number(a.v_s);
-    return Number.isFinite(n) ? n : null;
-  }
-  return null;
+  return a.v_s === undefined ? null : (scalarAsNumber(a.v_s) ?? null);
 }
 
 /** The bucket key of an answer: `v_s`, else `v_d` / `v_b` as text. */

@@ -8,11 +8,12 @@ import { handleSearch, handleWriteResponses } from './search.ts';
 import { summarize } from './summary.ts';
 
 export function responseRoutes(router: AppRouter, deps: AppDeps) {
-  const body = jsonBody(deps.config.bodyLimitBytes * 16); // 1000 records with answers exceed 1 MiB
+  // 1000 records with answers exceed 1 MiB, and so can a read's filters (100 of 1000 values each).
+  const body = jsonBody(deps.config.bodyLimitBytes * 16);
   router.post(
     '/1.0/survey/response',
     requireScope('responses:write', deps.db, deps.tokens),
-    rateLimit('query', deps.config.rateLimits.queriesPerSecond),
+    rateLimit('survey write', deps.config.rateLimits.queriesPerSecond),
     body,
     async (ctx) => {
       ctx.body = await handleWriteResponses(deps.db.client(), ctx.state.auth.orgId, ctx.state.body);

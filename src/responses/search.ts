@@ -3,7 +3,6 @@
  * (routes.ts wires them to Koa with auth and scopes).
  */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { clickHouseHttpError } from '../clickhouse/errors.ts';
 import { parseOrThrow } from '../server/errors.ts';
 import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, scopeOf, type Scope, type SearchCountRow } from './compile.ts';
 import type { RunQuery } from '../clickhouse/sql.ts';
@@ -31,7 +30,8 @@ export interface SearchResult {
  * the window before LIMIT: 64-2991 ms on 1.5M rows.)
  */
 export async function runSearch(run: RunQuery, input: SearchInput): Promise<{ total: number; docs: { doc: string }[] }> {
-  const windows = pageWindowStarts(input.range?.end, Date.now());
+  // The window counts only serve to pick the page's window: none without a page.
+  const windows = input.size > 0 ? pageWindowStarts(input.range?.end, Date.now()) : [];
   const [counts] = await run<SearchCountRow>(compileSearchCount(input, windows));
   const total = Number(counts?.total ?? 0);
   const docs =
@@ -45,15 +45,11 @@ async function searchResponses(client: ClickHouseClient, input: SearchInput): Pr
   const started = performance.now();
   const run: RunQuery = async (q) =>
     (await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS })).json();
-  try {
-    const { total, docs } = await runSearch(run, input);
-    return {
-      took: Math.round(performance.now() - started),
-      hits: { total: { value: total }, responses: docs.map((d) => JSON.parse(d.doc) as ResponseRecord) },
-    };
-  } catch (err) {
-    throw clickHouseHttpError(err) ?? err;
-  }
+  const { total, docs } = await runSearch(run, input);
+  return {
+    took: Math.round(performance.now() - started),
+    hits: { total: { value: total }, responses: docs.map((d) => JSON.parse(d.doc) as ResponseRecord) },
+  };
 }
 
 /** SEARCH /1.0/survey/<survey_ids>/response */

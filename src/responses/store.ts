@@ -2,7 +2,7 @@
  * Writes survey responses: an upsert by id where the latest `updated_at` wins.
  *
  * The table is ReplacingMergeTree(updated_at) ordered by (org_id, survey_id, created_at, id) and
- * partitioned by month of created_at. Versions of one response collapse only when they share the
+ * partitioned by week of created_at. Versions of one response collapse only when they share the
  * whole sorting key and the partition, so (survey_id, created_at) is the response's fixed identity:
  * - created_at: the first stored value is kept; a later version that says otherwise is stored
  *   (column and doc) with the stored created_at, so ordering, range filters and the returned
@@ -17,7 +17,6 @@
  * two rows that never collapse.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { clickHouseHttpError } from '../clickhouse/errors.ts';
 import { badRequest, type Issue } from '../server/errors.ts';
 import { QUERY_SETTINGS } from './compile.ts';
 import { apiToDb, toResponseRow, type ResponseRecord } from './record.ts';
@@ -80,36 +79,32 @@ export async function insertResponses(client: ClickHouseClient, orgId: string, r
   const ids = [...new Set(records.map((r) => r.id.toLowerCase()))];
   const org = orgId.toLowerCase();
   return withIdLocks(ids.map((id) => `${org}/${id}`), async () => {
-    try {
-      const known = await storedIdentities(client, orgId, ids);
-      const issues: Issue[] = [];
-      const rows = records.map((record, i) => {
-        const id = record.id.toLowerCase();
-        const surveyId = record.survey_id.toLowerCase();
-        const identity = known.get(id);
-        if (!identity) {
-          // First sighting (in store or batch): this record fixes the identity for the rest of the batch.
-          known.set(id, { survey_id: surveyId, created_at: apiToDb(record.created_at) });
-          return toResponseRow(record, orgId);
-        }
-        if (identity.survey_id !== surveyId) {
-          issues.push({ path: `[${i}].survey_id`, message: `response ${record.id} belongs to survey ${identity.survey_id}; a response cannot move to another survey` });
-        }
-        const fixed = identity.created_at === apiToDb(record.created_at) ? record : { ...record, created_at: dbToApi(identity.created_at) };
-        return toResponseRow(fixed, orgId);
-      });
-      if (issues.length > 0) throw badRequest('Invalid response records', issues);
-      await client.insert({
-        table: 'survey_responses',
-        values: rows,
-        format: 'JSONEachRow',
-        // One part per week touched (schema/004 partitions by week): a batch of up to 1000
-        // records spread over years would pass the default limit of 100 partitions.
-        clickhouse_settings: { max_partitions_per_insert_block: '1000' },
-      });
-      return rows.length;
-    } catch (err) {
-      throw clickHouseHttpError(err) ?? err;
-    }
+    const known = await storedIdentities(client, orgId, ids);
+    const issues: Issue[] = [];
+    const rows = records.map((record, i) => {
+      const id = record.id.toLowerCase();
+      const surveyId = record.survey_id.toLowerCase();
+      const identity = known.get(id);
+      if (!identity) {
+        // First sighting (in store or batch): this record fixes the identity for the rest of the batch.
+        known.set(id, { survey_id: surveyId, created_at: apiToDb(record.created_at) });
+        return toResponseRow(record, orgId);
+      }
+      if (identity.survey_id !== surveyId) {
+        issues.push({ path: `[${i}].survey_id`, message: `response ${record.id} belongs to survey ${identity.survey_id}; a response cannot move to another survey` });
+      }
+      const fixed = identity.created_at === apiToDb(record.created_at) ? record : { ...record, created_at: dbToApi(identity.created_at) };
+      return toResponseRow(fixed, orgId);
+    });
+    if (issues.length > 0) throw badRequest('Invalid response records', issues);
+    await client.insert({
+      table: 'survey_responses',
+      values: rows,
+      format: 'JSONEachRow',
+      // One part per week touched (schema/004 partitions by week): a batch of up to 1000
+      // records spread over years would pass the default limit of 100 partitions.
+      clickhouse_settings: { max_partitions_per_insert_block: '1000' },
+    });
+    return rows.length;
   });
 }

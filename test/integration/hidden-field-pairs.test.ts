@@ -7,11 +7,12 @@ import { startTestService, type TestService } from './harness.ts';
  * "key NUL tag text" entry per hidden field, the number text formatted by the engine). This checks
  * them against the typed semantics (string entries by text, number entries by value, bool entries
  * by truth) on the values where a text encoding could go wrong: -0 and 0, long and tiny floats,
- * 0.1 + 0.2, exponents, numeric strings that are not the canonical text of their number.
+ * 0.1 + 0.2, exponents, numeric strings that are not the canonical text of their number, a NUL
+ * inside a string value (the pair's separator).
  */
 const NUMBERS = ['0', '-0', '0.30000000000000004', '1e21', '1e-7', '123456789.123', '2.5', '-3', '5e-324', '1.7976931348623157e308', '30'];
-const STRINGS = ['5', '5.0', '0', '-0', 'true', 'false', '1e21', '2.50', 'FR'];
-const FILTER_VALUES: unknown[] = [0, -0, 0.1 + 0.2, 1e21, 1e-7, 123456789.123, 2.5, -3, 5e-324, 1.7976931348623157e308, 30, 5, '5', '5.0', '0', '-0', '2.5', '2.50', '1e21', '1e+21', 'true', 'false', true, false, 'FR', 'fr'];
+const STRINGS = ['5', '5.0', '0', '-0', 'true', 'false', '1e21', '2.50', 'FR', 'Li\u0000nux'];
+const FILTER_VALUES: unknown[] = [0, -0, 0.1 + 0.2, 1e21, 1e-7, 123456789.123, 2.5, -3, 5e-324, 1.7976931348623157e308, 30, 5, '5', '5.0', '0', '-0', '2.5', '2.50', '1e21', '1e+21', 'true', 'false', true, false, 'FR', 'fr', 'Li\u0000nux', 'Li'];
 
 type Entry = { key: string; t: 0 | 1 | 2; v_s?: string; v_b?: boolean; v_d?: number };
 
