@@ -34,15 +34,23 @@ export interface PreparedInsert {
   rows: number;
 }
 
-/** Rows for `orgId`, grouped `rowsPerInsert` to an INSERT, cycling through the batches. */
-export function prepareInserts(batches: unknown[][], orgId: string, rowsPerInsert: number, maxInserts = 64): PreparedInsert[] {
+/**
+ * INSERT bodies of `rowsPerInsert` rows for `orgId`, cycling through the batches. Every row is
+ * built afresh by toEventRows (its own random event_id), so no body holds a row twice and no two
+ * prepared bodies are alike, as with the service; the phase cycles through them (up to ~160k rows
+ * prepared, so a 10,000-row phase repeats its 16 bodies: a server that deduplicates identical
+ * INSERTs, Replicated tables, would store fewer rows than inserted and the check would say so).
+ */
+export function prepareInserts(batches: unknown[][], orgId: string, rowsPerInsert: number): PreparedInsert[] {
+  const count = Math.min(64, Math.max(4, Math.ceil(160_000 / rowsPerInsert)));
   const receivedAt = new Date();
-  const rows = batches.flatMap((b) => toEventRows(orgId, parseEventBatch(b), receivedAt));
+  const parsed = batches.map((b) => parseEventBatch(b));
   const out: PreparedInsert[] = [];
-  for (let i = 0; out.length < maxInserts && (out.length === 0 || i < rows.length); i += rowsPerInsert) {
-    const chunk: EventRow[] = [];
-    for (let k = 0; k < rowsPerInsert; k++) chunk.push(rows[(i + k) % rows.length]);
-    out.push({ body: encodeEventRows(chunk), rows: chunk.length });
+  let next = 0;
+  for (let i = 0; i < count; i++) {
+    const rows: EventRow[] = [];
+    while (rows.length < rowsPerInsert) rows.push(...toEventRows(orgId, parsed[next++ % parsed.length], receivedAt).slice(0, rowsPerInsert - rows.length));
+    out.push({ body: encodeEventRows(rows), rows: rows.length });
   }
   return out;
 }

@@ -18,7 +18,6 @@ export interface LoadTarget {
   /** Requests go round-robin over these tokens (one organization each). */
   tokens: string[];
   bodies: Buffer[];
-  eventsPerBatch: number;
 }
 
 export interface LoadResult {

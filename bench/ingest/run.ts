@@ -3,18 +3,20 @@
  * latency and CPU, and how that compares with inserting the same rows straight into ClickHouse.
  * See bench/ingest/README.md for the method and how to read the numbers.
  *
- *   node --import tsx bench/ingest/run.ts [--seconds 15] [--concurrency 32] [--rate 500] ...
+ *   node --import tsx bench/ingest/run.ts [--seconds 15] [--concurrency 64] [--rate 500] ...
  */
 import { randomUUID } from 'node:crypto';
 import { readdirSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { buildClient } from '../../src/clickhouse/connection.ts';
 import { loadConfig } from '../../src/config.ts';
-import { envPairs, parseFlags, positiveInt } from '../lib/args.ts';
+import { envPairs, parseFlags, positiveInt, positiveNumber } from '../lib/args.ts';
 import { monotonicMicros, summarizeProfile, type ProfileSummary } from '../lib/cpuprofile.ts';
 import { machineInfo } from '../lib/machine.ts';
 import { cpuDelta, cpuSnapshot, type CpuSnapshot } from '../lib/proc.ts';
+import { waitForMerges } from '../lib/merges.ts';
 import { insertLog, type InsertLogSummary } from '../lib/query-log.ts';
 import { RESULTS_DIR, writeResult } from '../lib/results.ts';
 import { attachService, startService, type BenchTarget } from '../lib/service.ts';
@@ -149,16 +151,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Waits (up to 20 s) until the engine runs no merge, so a phase does not pay for the previous one's. */
 async function settle(target: BenchTarget): Promise<void> {
   await sleep(500);
-  const deadline = Date.now() + 20_000;
-  while (Date.now() < deadline) {
-    try {
-      const rs = await target.client.query({ query: 'SELECT count() AS n FROM system.merges', format: 'JSONEachRow' });
-      if (Number(((await rs.json()) as Array<{ n: string | number }>)[0].n) === 0) return;
-    } catch {
-      return; // system.merges not readable (a restricted CLICKHOUSE_USER): just go on
-    }
-    await sleep(250);
-  }
+  // system.merges not readable (a restricted CLICKHOUSE_USER): just go on.
+  await waitForMerges(target.client, { timeoutMs: 20_000, pollMs: 250 }).catch(() => undefined);
 }
 
 export async function runIngestBench(partial: Partial<IngestOptions> = {}): Promise<IngestResult> {
@@ -190,7 +184,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
       log(`warming the service up: ${opts.serviceWarmupSeconds} s of closed-loop load, not measured`);
       const tokens = [await target.mintEventsToken(randomUUID())];
       await closedLoop(
-        { url: target.url, tokens, bodies: pool.bodies, eventsPerBatch: pool.eventsPerBatch },
+        { url: target.url, tokens, bodies: pool.bodies },
         { concurrency: Math.min(opts.concurrency, 16), seconds: opts.serviceWarmupSeconds, warmupSeconds: 0 },
       );
     }
@@ -202,12 +196,15 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
     for (const { phase, rate } of plan) {
       const orgIds = Array.from({ length: phase === 'closed' || phase === 'open' ? opts.tokens : 1 }, () => randomUUID());
       await settle(target); // phases start alike: the previous phase's merges are done
+      const large = phase === 'direct-large';
+      // Built before the CPU snapshot: what the direct phases measure is the INSERTs.
+      const prepared = phase.startsWith('direct') ? prepareInserts(pool.batches, orgIds[0], large ? opts.largeBatch : opts.batchSize) : [];
       const before = cpuSnapshot(pids());
       const t0 = Date.now();
       if (phase === 'closed' || phase === 'open') {
         const tokens = await Promise.all(orgIds.map((org) => target.mintEventsToken(org)));
         const fromUs = monotonicMicros();
-        const load = { url: target.url, tokens, bodies: pool.bodies, eventsPerBatch: pool.eventsPerBatch };
+        const load = { url: target.url, tokens, bodies: pool.bodies };
         log(
           phase === 'closed'
             ? `closed loop: ${opts.concurrency} clients over ${opts.tokens} tokens, ${opts.warmupSeconds}+${opts.seconds} s`
@@ -238,12 +235,12 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
           rows_per_insert: inserts?.inserts ? res.acked_events_total / inserts.inserts : undefined,
         });
       } else {
-        const large = phase === 'direct-large';
         const rowsPerInsert = large ? opts.largeBatch : opts.batchSize;
         const concurrency = large ? largeConcurrency : opts.concurrency;
-        const inserts = prepareInserts(pool.batches, orgIds[0], rowsPerInsert);
         log(`direct INSERT limit: ${rowsPerInsert} rows per INSERT, ${concurrency} in flight, ${opts.warmupSeconds}+${opts.seconds} s`);
-        const res = await directInsert(target.client, inserts, { concurrency, seconds: opts.seconds, warmupSeconds: opts.warmupSeconds });
+        // A client with a socket per INSERT in flight (the shared one stops at 64).
+        const client = buildClient(target.endpoint, target.config, target.config.clickhouse.database, concurrency);
+        const res = await directInsert(client, prepared, { concurrency, seconds: opts.seconds, warmupSeconds: opts.warmupSeconds }).finally(() => client.close());
         const cpu = cpuDelta(before, cpuSnapshot(pids()));
         const t1 = Date.now();
         const stored = await countRows(target, orgIds);
@@ -488,7 +485,7 @@ export function optionsFromArgv(argv: string[]): Partial<IngestOptions> {
     tokens: positiveInt('tokens', f.tokens, DEFAULTS.tokens),
     rates: f.rate ? f.rate.split(',').map((r) => positiveInt('rate', r.trim(), 0)) : f.sweep ? [100, 200, 300, 400, 500] : DEFAULTS.rates,
     openSockets: positiveInt('open-sockets', f['open-sockets'], DEFAULTS.openSockets),
-    openBacklogSeconds: positiveInt('open-backlog', f['open-backlog'], DEFAULTS.openBacklogSeconds, 0.1),
+    openBacklogSeconds: positiveNumber('open-backlog', f['open-backlog'], DEFAULTS.openBacklogSeconds, 0.1),
     largeBatch: positiveInt('large-batch', f['large-batch'], DEFAULTS.largeBatch),
     largeConcurrency: f['large-concurrency'] ? positiveInt('large-concurrency', f['large-concurrency'], 2) : undefined,
     batchSize,

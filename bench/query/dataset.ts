@@ -159,24 +159,6 @@ export async function storageState(client: ClickHouseClient, orgRows: number): P
   };
 }
 
-/** Waits until no merge of the table runs (background merges after a seed), up to `timeoutMs`. */
-export async function waitForMerges(client: ClickHouseClient, timeoutMs: number, log: (line: string) => void): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  let said = false;
-  for (;;) {
-    const rs = await client.query({
-      query: `SELECT count() AS n FROM system.merges WHERE database = currentDatabase() AND table = 'survey_responses'`,
-      format: 'JSONEachRow',
-    });
-    const n = Number(((await rs.json()) as Array<{ n: string }>)[0]?.n ?? 0);
-    if (n === 0) return true;
-    if (Date.now() > deadline) return false;
-    if (!said) log(`waiting for ${n} background merge(s) to finish before measuring`);
-    said = true;
-    await new Promise((r) => setTimeout(r, 1000));
-  }
-}
-
 /** A client for statements that run minutes on 10M rows (the service's clients give up after 60 s). */
 function longClient(endpoint: EngineEndpoint, database: string): ClickHouseClient {
   // Loopback: no load balancer to time out an idle connection, so no progress headers needed (and the

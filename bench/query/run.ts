@@ -9,9 +9,9 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseSeedArgs } from '../../src/seed/args.ts';
+import { parseCount } from '../../src/seed/args.ts';
 import { mintToken } from '../../src/tokens/tokens.ts';
-import { parseFlags, positiveInt } from '../lib/args.ts';
+import { envPairs, parseFlags, positiveInt } from '../lib/args.ts';
 import { summarizeProfile, type ProfileSummary } from '../lib/cpuprofile.ts';
 import { machineInfo } from '../lib/machine.ts';
 import { cpuDelta, cpuSeconds, cpuSnapshot } from '../lib/proc.ts';
@@ -19,7 +19,8 @@ import { writeResult } from '../lib/results.ts';
 import { round, summarize, type LatencySummary } from '../lib/stats.ts';
 import { printTable, type Cell } from '../lib/table.ts';
 import { benchCases, pathOf, runDirect, type Endpoint } from './cases.ts';
-import { ensureDataset, optimizeFinal, storageState, waitForMerges, type Dataset, type StorageState } from './dataset.ts';
+import { waitForMerges } from '../lib/merges.ts';
+import { ensureDataset, optimizeFinal, storageState, type Dataset, type StorageState } from './dataset.ts';
 import { closeAgent, timedRequest } from './http.ts';
 import { engineFigures, type EngineFigures } from './engine-figures.ts';
 import { startService } from '../lib/service.ts';
@@ -140,7 +141,7 @@ export async function runQueryBench(input: Partial<QueryOptions> & { short?: boo
   try {
     const client = service.client;
     const dataset = await ensureDataset(client, { endpoint: service.endpoint, database: service.config.clickhouse.database }, { responses: opts.responses, surveys: opts.surveys, days: opts.days }, log);
-    let merges_settled = await waitForMerges(client, opts.mergeWaitSeconds * 1000, log);
+    let merges_settled = await waitForMerges(client, { table: 'survey_responses', timeoutMs: opts.mergeWaitSeconds * 1000, pollMs: 1000, log });
     let optimize_seconds: number | undefined;
     let storage = await storageState(client, dataset.responses);
     const multiPart = () => Object.values(storage.parts_per_partition).some((n) => n > 1);
@@ -148,7 +149,7 @@ export async function runQueryBench(input: Partial<QueryOptions> & { short?: boo
     for (let attempt = 0; opts.optimize && multiPart() && attempt < 3; attempt++) {
       log(`OPTIMIZE TABLE survey_responses FINAL (${storage.active_parts} parts in ${Object.keys(storage.parts_per_partition).length} partitions)`);
       optimize_seconds = round((optimize_seconds ?? 0) + (await optimizeFinal(service.endpoint, service.config.clickhouse.database)), 1);
-      merges_settled = await waitForMerges(client, opts.mergeWaitSeconds * 1000, log);
+      merges_settled = await waitForMerges(client, { table: 'survey_responses', timeoutMs: opts.mergeWaitSeconds * 1000, pollMs: 1000, log });
       storage = await storageState(client, dataset.responses);
     }
     if (optimize_seconds !== undefined) log(`optimized in ${optimize_seconds} s: parts per partition ${JSON.stringify(storage.parts_per_partition)}`);
@@ -369,18 +370,12 @@ async function main(): Promise<number> {
     return 0;
   }
   // The seed's own parser reads 10M, 500k, 10_000 the same way `tallyhouse seed` does.
-  const responses = flags.responses !== undefined
-    ? parseSeedArgs(['--responses', flags.responses]).responses
-    : flags.large ? 10_000_000 : undefined;
-  const env: Record<string, string> = {};
-  for (const pair of flags.env ?? []) {
-    const i = pair.indexOf('=');
-    if (i <= 0) {
-      process.stderr.write(`--env expects KEY=VALUE, got "${pair}"\n`);
-      return 2;
-    }
-    env[pair.slice(0, i)] = pair.slice(i + 1);
+  const responses = flags.responses !== undefined ? parseCount(flags.responses) : flags.large ? 10_000_000 : undefined;
+  if (flags.responses !== undefined && !(responses! >= 1)) {
+    process.stderr.write(`--responses must be a count such as 1M, 500k or 250000, got "${flags.responses}"\n`);
+    return 2;
   }
+  const env = envPairs(flags.env);
   await runQueryBench({
     short: flags.short,
     responses,

@@ -24,7 +24,7 @@ export interface Database {
   close(): Promise<void>;
 }
 
-export function buildClient(endpoint: EngineEndpoint, config: Config, database: string | undefined): ClickHouseClient {
+export function buildClient(endpoint: EngineEndpoint, config: Config, database: string | undefined, maxOpenConnections = 64): ClickHouseClient {
   return createClient({
     url: endpoint.url,
     username: config.clickhouse.user,
@@ -32,7 +32,7 @@ export function buildClient(endpoint: EngineEndpoint, config: Config, database: 
     database,
     http_headers: endpoint.headers,
     request_timeout: 60_000,
-    max_open_connections: 64,
+    max_open_connections: maxOpenConnections,
     // Loopback or a LAN: compressing costs more CPU than it saves.
     compression: { request: false, response: false },
     // Failures reach our own error handling and request log; the client's logger would repeat them.

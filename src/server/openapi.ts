@@ -38,9 +38,9 @@ const ERROR_TEXT: Record<number, string> = {
   401: 'Missing, malformed, unknown or revoked token',
   403: 'The token lacks the scope of this endpoint',
   413: 'Body over the limit (after decompression)',
-  415: 'Body is not JSON',
+  415: 'Body is not JSON, or an encoding other than gzip',
   429: 'Over the rate limit; see Retry-After and RateLimit-* headers',
-  503: 'Storage unavailable or ingest queue full; see Retry-After',
+  503: 'Storage unavailable, ingest queue full, or a query timed out; see Retry-After',
 };
 
 const json = (s: unknown) => ({ content: { 'application/json': { schema: s } } });
