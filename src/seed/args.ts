@@ -4,7 +4,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs, UsageError } from '../cli/args.ts';
-import { SEED_LIMITS } from './responses.ts';
+import { SEED_LIMITS, UUID_RE } from './responses.ts';
 
 export interface SeedArgs {
   responses: number;
@@ -25,7 +25,6 @@ export const SEED_USAGE = `usage: tallyhouse seed --responses N [--org ID] [--su
 Each run adds new responses; runs for one org and seed share its surveys, respondents and groups.`;
 
 const FLAGS = ['responses', 'org', 'surveys', 'days', 'seed'] as const;
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const MULTIPLIER: Record<string, number> = { '': 1, k: 1_000, m: 1_000_000 };
 
 /** A whole number as people type it: `10000`, `10_000`, `10,000`, `500k`, `10M`. */

@@ -24,8 +24,6 @@ export interface SeedOptions {
   /** End of the created_at window (default: the current time). */
   now?: Date;
   onProgress?: (done: number, total: number) => void;
-  /** Rows per statement; by default chunks grow to about CHUNK_TARGET_SECONDS each. */
-  chunkRows?: number;
 }
 
 export interface SeedResult {
@@ -77,7 +75,7 @@ const SEED_SETTINGS: ClickHouseSettings = {
   output_format_json_escape_forward_slashes: 0,
 };
 
-const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export async function seedResponses(client: ClickHouseClient, options: SeedOptions): Promise<SeedResult> {
   const { orgId, responses, surveys = 5, days = 90, seed = 0, now = new Date(), onProgress } = options;
@@ -99,7 +97,8 @@ export async function seedResponses(client: ClickHouseClient, options: SeedOptio
 
   const started = performance.now();
   let done = 0;
-  let chunk = options.chunkRows ?? Math.min(FIRST_CHUNK_ROWS, responses);
+  // Chunks grow to about CHUNK_TARGET_SECONDS each.
+  let chunk = Math.min(FIRST_CHUNK_ROWS, responses);
   while (done < responses) {
     const count = Math.min(chunk, responses - done);
     const t0 = performance.now();
@@ -110,10 +109,8 @@ export async function seedResponses(client: ClickHouseClient, options: SeedOptio
     });
     done += count;
     onProgress?.(done, responses);
-    if (options.chunkRows === undefined) {
-      const rowsPerSecond = count / Math.max((performance.now() - t0) / 1000, 0.001);
-      chunk = Math.max(FIRST_CHUNK_ROWS, Math.min(MAX_CHUNK_ROWS, Math.round((rowsPerSecond * CHUNK_TARGET_SECONDS) / 50_000) * 50_000));
-    }
+    const rowsPerSecond = count / Math.max((performance.now() - t0) / 1000, 0.001);
+    chunk = Math.max(FIRST_CHUNK_ROWS, Math.min(MAX_CHUNK_ROWS, Math.round((rowsPerSecond * CHUNK_TARGET_SECONDS) / 50_000) * 50_000));
   }
   return { inserted: done, seconds: (performance.now() - started) / 1000, surveyIds: plan.map((s) => s.id) };
 }

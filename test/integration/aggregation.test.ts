@@ -210,6 +210,7 @@ describe('aggregation (HTTP)', () => {
     expect(got.aggregations.buckets.map((b: Rec) => b.key)).to.have.members(['fully_completed', 'partially_completed', 'not_started']);
     const notStarted = got.aggregations.buckets.find((b: Rec) => b.key === 'not_started');
     expect(notStarted.doc_count).to.equal(0);
+    expect(notStarted.aggregations.buckets).to.have.length(got.aggregations.buckets[0].aggregations.buckets.length).and.not.be.empty;
     expect(notStarted.aggregations.buckets.every((b: Rec) => b.doc_count === 0)).to.equal(true);
     const series = got.aggregations.buckets[0].aggregations;
     expect(series).to.include({ field: 'created_at', interval: '5 day' });

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { startTestService, type TestService } from './harness.ts';
+import { entryEq, type HiddenFieldEntry } from './hidden-field-reference.ts';
 
 /**
  * Hidden-field eq/in filters and hidden_field buckets read `hf_pairs` (schema/004: one
@@ -14,17 +15,7 @@ const NUMBERS = ['0', '-0', '0.30000000000000004', '1e21', '1e-7', '123456789.12
 const STRINGS = ['5', '5.0', '0', '-0', 'true', 'false', '1e21', '2.50', 'FR', 'Li\u0000nux'];
 const FILTER_VALUES: unknown[] = [0, -0, 0.1 + 0.2, 1e21, 1e-7, 123456789.123, 2.5, -3, 5e-324, 1.7976931348623157e308, 30, 5, '5', '5.0', '0', '-0', '2.5', '2.50', '1e21', '1e+21', 'true', 'false', true, false, 'FR', 'fr', 'Li\u0000nux', 'Li'];
 
-type Entry = { key: string; t: 0 | 1 | 2; v_s?: string; v_b?: boolean; v_d?: number };
-
-const NUMERIC = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
-const asNumber = (x: unknown) => (typeof x === 'number' ? x : typeof x === 'string' && NUMERIC.test(x) ? Number(x) : undefined);
-const asBool = (x: unknown) => (typeof x === 'boolean' ? x : x === 'true' ? true : x === 'false' ? false : undefined);
-const asText = (x: unknown) => (typeof x === 'string' ? x : String(x));
-function entryEq(e: Entry, x: unknown): boolean {
-  if (e.t === 0) return e.v_s === asText(x);
-  if (e.t === 2) return asNumber(x) !== undefined && e.v_d === asNumber(x);
-  return asBool(x) !== undefined && e.v_b === asBool(x);
-}
+type Entry = HiddenFieldEntry;
 
 describe('hidden fields through hf_pairs: eq/in and buckets keep the typed semantics', function () {
   this.timeout(120_000);

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { startTestService, type TestService } from './harness.ts';
+import { asNumber, asText, entryEq, type HiddenFieldEntry } from './hidden-field-reference.ts';
 
 /**
  * Writes a fixture through POST /1.0/survey/response and checks SEARCH against the same filters
@@ -79,17 +80,7 @@ function makeRecord(i: number, orgId: string): Rec {
 
 // ---- the filter semantics, in JS -------------------------------------------------------------
 type Filter = { type?: string; key: string; operator: string; value?: any; values?: any[] };
-const NUMERIC = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
-const asNumber = (x: any) => (typeof x === 'number' ? x : typeof x === 'string' && NUMERIC.test(x) ? Number(x) : undefined);
-const asBool = (x: any) => (typeof x === 'boolean' ? x : x === 'true' ? true : x === 'false' ? false : undefined);
-const asText = (x: any) => (typeof x === 'string' ? x : String(x));
 const lc = (s: string) => s.toLowerCase();
-
-function entryEq(e: Rec, x: any): boolean {
-  if (e.t === 0) return e.v_s === asText(x);
-  if (e.t === 2) return asNumber(x) !== undefined && e.v_d === asNumber(x);
-  return asBool(x) !== undefined && e.v_b === asBool(x);
-}
 
 function positive(r: Rec, f: Filter, op: string): boolean {
   const arg = op === 'in' ? f.values! : [f.value];
@@ -97,7 +88,7 @@ function positive(r: Rec, f: Filter, op: string): boolean {
     const entries = (r.hidden_fields as Rec[]).filter((e) => e.key === f.key);
     switch (op) {
       case 'null': return entries.length === 0;
-      case 'eq': case 'in': return entries.some((e) => arg.some((x) => entryEq(e, x)));
+      case 'eq': case 'in': return entries.some((e) => arg.some((x) => entryEq(e as HiddenFieldEntry, x)));
       case 'contains': return entries.some((e) => e.t === 0 && lc(e.v_s).includes(lc(asText(f.value))));
       case 'gt': case 'lt': {
         const sign = op === 'gt' ? 1 : -1;
@@ -196,6 +187,7 @@ describe('survey responses: write and SEARCH (HTTP)', function () {
     it('filters never reach across organizations', async () => {
       const alias = fixtureB[0].respondent_aliases[1];
       const res = await search('*', { filters: [{ type: 'response', key: 'respondent_id', operator: 'eq', value: fixtureB[0].respondent_id }, { key: 'respondent_alias', operator: 'eq', value: alias }], filters_bool: 'OR' });
+      expect(res.body.hits.responses).to.not.be.empty; // org A's own respondent matches
       expect(res.body.hits.responses.every((x: Rec) => x.org_id === svc.orgId)).to.equal(true);
     });
 

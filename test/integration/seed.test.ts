@@ -55,18 +55,15 @@ describe('seed: synthetic survey responses', function () {
 
   it('stores for every doc exactly the row the response writer would store (doc bytes included)', () => {
     expect(rows).to.have.length(N);
-    let mismatches = 0;
     for (const row of rows) {
       const record = parseResponseBatch([JSON.parse(row.doc)], svc.orgId)[0];
       const expected = toResponseRow(record, svc.orgId) as unknown as Record<string, unknown>;
       for (const [key, value] of Object.entries(expected)) {
         if (!isDeepStrictEqual(row[key], value)) {
-          mismatches++;
           expect.fail(`row ${row.id} column ${key}: stored ${JSON.stringify(row[key])}, expected ${JSON.stringify(value)}`);
         }
       }
     }
-    expect(mismatches).to.equal(0);
   });
 
   it('keeps doc consistent with the typed columns: ids, states and microsecond timestamps', async () => {

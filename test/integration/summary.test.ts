@@ -66,7 +66,12 @@ function scoreOf(a: Rec): number | null {
   return null;
 }
 
-const round2 = (x: number) => Math.sign(x) * Math.round(Math.abs(x) * 100) / 100 || 0;
+/** num / den to 2 decimals, half away from zero, in exact integer (BigInt) arithmetic: no float drift (1.005 -> 1.01). */
+function round2(num: number, den: number): number {
+  const n = BigInt(Math.abs(num)) * 200n + BigInt(den);
+  const scaled = Number(n / (2n * BigInt(den)));
+  return (Math.sign(num) * scaled) / 100 || 0;
+}
 
 /** The summary, computed independently. */
 function expectedSummary(records: Rec[]) {
@@ -94,7 +99,7 @@ function expectedSummary(records: Rec[]) {
   const sum = (d: Record<string, number>, keys: number[]) => keys.reduce((n, k) => n + d[String(k)], 0);
   const avg = (d: Record<string, number>) => {
     const n = Object.values(d).reduce((a, b) => a + b, 0);
-    return n === 0 ? null : round2(Object.entries(d).reduce((a, [k, c]) => a + Number(k) * c, 0) / n);
+    return n === 0 ? null : round2(Object.entries(d).reduce((a, [k, c]) => a + Number(k) * c, 0), n);
   };
   const detractor = sum(details.nps, [0, 1, 2, 3, 4, 5, 6]);
   const neutral = sum(details.nps, [7, 8]);
@@ -108,7 +113,7 @@ function expectedSummary(records: Rec[]) {
     csat_details: details.csat,
     nps_details: details.nps,
     nps_groups: { detractor, neutral, promotor, total },
-    nps_score: total === 0 ? null : round2(((promotor - detractor) / total) * 100),
+    nps_score: total === 0 ? null : round2((promotor - detractor) * 100, total),
     completion,
     end_reasons: sorted(end_reasons),
     languages: sorted(languages),
