@@ -202,4 +202,16 @@ describe('seed: synthetic survey responses', function () {
     const [c] = await query<{ n: string }>(`SELECT count() AS n FROM survey_responses FINAL WHERE org_id = {org:UUID}`, { org });
     expect(Number(c.n)).to.equal(50);
   });
+
+  it('spreads responses over the 10-year --days maximum (one partition per week: more than the default 100 per INSERT)', async () => {
+    const org = '5eed0000-0000-4000-8000-000000003650';
+    const result = await seedResponses(svc.client, { orgId: org, responses: 3000, days: 3650, now });
+    expect(result.inserted).to.equal(3000);
+    const [c] = await query<{ n: string; weeks: string }>(
+      `SELECT count() AS n, uniqExact(toMonday(created_at)) AS weeks FROM survey_responses FINAL WHERE org_id = {org:UUID}`,
+      { org },
+    );
+    expect(Number(c.n)).to.equal(3000);
+    expect(Number(c.weeks)).to.be.greaterThan(100);
+  });
 });
