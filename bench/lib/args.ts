@@ -11,22 +11,16 @@ export function parseFlags<T extends NonNullable<ParseArgsConfig['options']>>(ar
 }
 
 /** An integer flag >= min (a count: 50.5 events per batch or 2.5 tokens make no sense). */
-export function positiveInt(name: string, raw: string | undefined, fallback: number, min = 1): number {
-  if (raw === undefined) return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min) {
-    process.stderr.write(`--${name} must be an integer >= ${min}, got "${raw}"\n`);
-    process.exit(2);
-  }
-  return n;
-}
+export const positiveInt = (name: string, raw: string | undefined, fallback: number, min = 1) => numberFlag(name, raw, fallback, min, true);
 
 /** A number flag >= min (a duration may be fractional). */
-export function positiveNumber(name: string, raw: string | undefined, fallback: number, min: number): number {
+export const positiveNumber = (name: string, raw: string | undefined, fallback: number, min: number) => numberFlag(name, raw, fallback, min, false);
+
+function numberFlag(name: string, raw: string | undefined, fallback: number, min: number, integer: boolean): number {
   if (raw === undefined) return fallback;
   const n = Number(raw);
-  if (!Number.isFinite(n) || n < min) {
-    process.stderr.write(`--${name} must be a number >= ${min}, got "${raw}"\n`);
+  if (!(integer ? Number.isInteger(n) : Number.isFinite(n)) || n < min) {
+    process.stderr.write(`--${name} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got "${raw}"\n`);
     process.exit(2);
   }
   return n;
