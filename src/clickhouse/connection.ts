@@ -1,7 +1,7 @@
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
-import { unavailable } from '../server/errors.ts';
+import { unavailable } from '../errors.ts';
 import { EngineProcess, findRunningEngine, ping, sleep, type EngineEndpoint } from './engine.ts';
 
 /**

@@ -1,26 +1,26 @@
 import { ClickHouseError } from '@clickhouse/client';
-import { HttpError, unavailable } from '../server/errors.ts';
+import { DomainError, invalid, tooExpensive, unavailable } from '../errors.ts';
 
 // ClickHouse error codes that mean "this one query asked for too much": the client narrows it.
 const TOO_EXPENSIVE = new Set(['158' /* TOO_MANY_ROWS */, '241' /* MEMORY_LIMIT_EXCEEDED */, '307' /* TOO_MANY_BYTES */, '396' /* TOO_MANY_ROWS_OR_BYTES */]);
 // ...and those that mean "the engine is busy or going away": retry later.
 const TRANSIENT = new Set(['159' /* TIMEOUT_EXCEEDED */, '202' /* TOO_MANY_SIMULTANEOUS_QUERIES */, '210' /* NETWORK_ERROR */, '394' /* QUERY_WAS_CANCELLED */]);
-const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'UND_ERR_SOCKET']);
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'UND_ERR_SOCKET', 'EMFILE', 'ENFILE']);
 
 /**
- * Maps a failure talking to ClickHouse to the HTTP error the client should see, or undefined for
+ * Maps a failure talking to ClickHouse to the domain error the client should see, or undefined for
  * anything that is a bug (it then becomes a 500 with no internals).
  */
-export function clickHouseHttpError(err: unknown): HttpError | undefined {
+export function clickHouseError(err: unknown): DomainError | undefined {
   if (err instanceof ClickHouseError) {
     if (TOO_EXPENSIVE.has(err.code)) {
-      return new HttpError(400, 'query_too_expensive', 'The query needs more rows or memory than one request may use: narrow the range, the survey list or the filters');
+      return tooExpensive('The query needs more rows or memory than one request may use: narrow the range, the survey list or the filters');
     }
     if (TRANSIENT.has(err.code)) return unavailable('The query did not finish in time; retry later or narrow the range', 2);
     return undefined;
   }
   const e = err as { code?: string; message?: string; name?: string };
-  if (e && ((e.code && CONNECTION_CODES.has(e.code)) || /socket hang up|ECONNREFUSED|ECONNRESET|Timeout error|other side closed/i.test(e.message ?? ''))) {
+  if (e && ((e.code && CONNECTION_CODES.has(e.code)) || /socket hang up|ECONNREFUSED|ECONNRESET|EMFILE|Timeout error|other side closed/i.test(e.message ?? ''))) {
     return unavailable('Storage is unavailable; retry shortly', 1);
   }
   return undefined;
@@ -35,8 +35,8 @@ export function clickHouseHttpError(err: unknown): HttpError | undefined {
  */
 const BAD_INSERT_DATA = /^(CANNOT_PARSE_\w+|INCORRECT_DATA|TOO_LARGE_STRING_SIZE)$/;
 
-/** A 400 naming the engine's reason when an INSERT failed because of its data; else undefined. */
-export function insertDataError(err: unknown): HttpError | undefined {
+/** An `invalid` error naming the engine's reason when an INSERT failed because of its data; else undefined. */
+export function insertDataError(err: unknown): DomainError | undefined {
   if (!(err instanceof ClickHouseError) || !BAD_INSERT_DATA.test(err.type ?? '')) return undefined;
-  return new HttpError(400, 'validation_error', `The store could not take these events (${err.type}); nothing of this request was stored`);
+  return invalid(`The store could not take these events (${err.type}); nothing of this request was stored`);
 }

@@ -1,4 +1,4 @@
-import { unavailable } from '../server/errors.ts';
+import { unavailable } from '../errors.ts';
 
 export interface GroupCommitOptions {
   /** Flush as soon as this many rows wait (and a flush may start). */

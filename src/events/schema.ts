@@ -23,7 +23,7 @@
  * No check/custom actions: `toJsonSchema(eventBatchSchema)` converts it as it is.
  */
 import * as v from 'valibot';
-import { badRequest, issuePath, type Issue } from '../server/errors.ts';
+import { invalid, issuePath, type Issue } from '../errors.ts';
 
 export const MAX_EVENTS_PER_REQUEST = 100;
 
@@ -166,12 +166,12 @@ export type CopilotEvent = Extract<ParsedEvent, { type: 'copilot' }>;
  */
 export function parseEventBatch(body: unknown): ParsedEvent[] {
   if (Array.isArray(body) && (body.length < 1 || body.length > MAX_EVENTS_PER_REQUEST)) {
-    throw badRequest('Invalid event batch', [{ path: '', message: SIZE_MESSAGE }]);
+    throw invalid('Invalid event batch', [{ path: '', message: SIZE_MESSAGE }]);
   }
   const result = v.safeParse(eventBatchSchema, body, { abortEarly: false });
   const issues = [...(result.issues ?? []).map(toIssue), ...arrayPropertiesIssues(body)];
   if (result.success && issues.length === 0) return result.output;
-  throw badRequest('Invalid event batch', issues);
+  throw invalid('Invalid event batch', issues);
 }
 
 function arrayPropertiesIssues(body: unknown): Issue[] {

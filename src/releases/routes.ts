@@ -1,7 +1,7 @@
 import { requireScope } from '../server/auth.ts';
 import { jsonBody } from '../server/body.ts';
 import type { AppDeps, AppRouter } from '../server/context.ts';
-import { parseOrThrow } from '../server/errors.ts';
+import { parseOrThrow } from '../errors.ts';
 import { rateLimit } from '../server/rate-limit.ts';
 import { releaseBodySchema, releaseListQuerySchema } from './schema.ts';
 import { createRelease, listReleases } from './store.ts';

@@ -30,7 +30,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
-import { HttpError, parseOrThrow } from '../server/errors.ts';
+import { parseOrThrow, tooExpensive } from '../errors.ts';
 import { QUERY_SETTINGS, compileScope, scopeOf, type Scope } from './compile.ts';
 import { COMPLETION_VALUES, parseSurveyIds, queryScopeSchema } from './filters.ts';
 import {
@@ -51,7 +51,7 @@ import { runDashboardQuery } from '../clickhouse/result-cache.ts';
 export const MAX_RESPONSE_BUCKETS = 65_536;
 
 const tooManyBuckets = () =>
-  new HttpError(400, 'query_too_expensive', `The aggregation would return more than ${MAX_RESPONSE_BUCKETS} buckets: lower date_histogram_buckets, narrow the range, or use fewer group_by levels`);
+  tooExpensive(`The aggregation would return more than ${MAX_RESPONSE_BUCKETS} buckets: lower date_histogram_buckets, narrow the range, or use fewer group_by levels`);
 
 export const aggregationBodySchema = v.object({
   ...queryScopeSchema.entries,

@@ -29,7 +29,7 @@
  *     has no entry with that key.
  */
 import * as v from 'valibot';
-import { badRequest } from '../server/errors.ts';
+import { invalid } from '../errors.ts';
 import { formatDb, parseIsoMicros, compareMicros } from './timestamps.ts';
 
 export const OPERATORS = [
@@ -339,12 +339,12 @@ export function parseSurveyIds(pathParam: string): string[] | '*' {
   const parts = text.split(',').map((s) => s.trim());
   const bad = parts.filter((s) => !UUID.test(s));
   if (bad.length > 0) {
-    throw badRequest('survey_ids must be "*" or a comma-separated list of survey UUIDs', [
+    throw invalid('survey_ids must be "*" or a comma-separated list of survey UUIDs', [
       { path: 'survey_ids', message: `not a UUID: ${bad.slice(0, 5).map((s) => JSON.stringify(s.slice(0, 64))).join(', ')}` },
     ]);
   }
   if (parts.length > MAX_FILTER_VALUES) {
-    throw badRequest(`at most ${MAX_FILTER_VALUES} survey ids`, [{ path: 'survey_ids', message: `${parts.length} ids given` }]);
+    throw invalid(`at most ${MAX_FILTER_VALUES} survey ids`, [{ path: 'survey_ids', message: `${parts.length} ids given` }]);
   }
   return [...new Set(parts.map((s) => s.toLowerCase()))];
 }

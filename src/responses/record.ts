@@ -14,7 +14,7 @@
  *   timestamp or "".
  */
 import * as v from 'valibot';
-import { badRequest, toIssues, type Issue } from '../server/errors.ts';
+import { invalid, toIssues, type Issue } from '../errors.ts';
 import { formatApi, parseIsoMicros } from './timestamps.ts';
 import { COMPLETION_VALUES, scalarAsNumber } from './filters.ts';
 
@@ -185,7 +185,7 @@ export function parseResponseBatch(body: unknown, orgId: string): ResponseRecord
   }
   if (issues.length > 0) {
     issues.sort((a, b) => indexOf(a.path) - indexOf(b.path));
-    throw badRequest('Invalid response records', issues);
+    throw invalid('Invalid response records', issues);
   }
   return (result as v.SafeParseResult<typeof responseBatchSchema> & { success: true }).output;
 }

@@ -3,7 +3,7 @@
  * (routes.ts wires them to Koa with auth and scopes).
  */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { parseOrThrow } from '../server/errors.ts';
+import { parseOrThrow } from '../errors.ts';
 import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, scopeOf, type Scope, type SearchCountRow } from './compile.ts';
 import type { RunQuery } from '../clickhouse/sql.ts';
 import { parseSurveyIds, searchBodySchema } from './filters.ts';

@@ -17,7 +17,7 @@
  * two rows that never collapse.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { badRequest, type Issue } from '../server/errors.ts';
+import { invalid, type Issue } from '../errors.ts';
 import { QUERY_SETTINGS } from './compile.ts';
 import { apiToDb, toResponseRow, type ResponseRecord } from './record.ts';
 import { dbToApi } from './timestamps.ts';
@@ -96,7 +96,7 @@ export async function insertResponses(client: ClickHouseClient, orgId: string, r
       const fixed = identity.created_at === apiToDb(record.created_at) ? record : { ...record, created_at: dbToApi(identity.created_at) };
       return toResponseRow(fixed, orgId);
     });
-    if (issues.length > 0) throw badRequest('Invalid response records', issues);
+    if (issues.length > 0) throw invalid('Invalid response records', issues);
     await client.insert({
       table: 'survey_responses',
       values: rows,

@@ -20,7 +20,7 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
-import { parseOrThrow } from '../server/errors.ts';
+import { parseOrThrow } from '../errors.ts';
 import { QUERY_SETTINGS, compileScope, scopeOf, type Scope } from './compile.ts';
 import { runDashboardQuery } from '../clickhouse/result-cache.ts';
 import { COMPLETION_VALUES, parseSurveyIds, queryScopeSchema } from './filters.ts';

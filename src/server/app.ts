@@ -6,6 +6,7 @@ import { createEventCommitter, eventRoutes } from '../events/routes.ts';
 import { releaseRoutes } from '../releases/routes.ts';
 import { responseRoutes } from '../responses/routes.ts';
 import type { AppDeps, AppState } from './context.ts';
+import { DomainError } from '../errors.ts';
 import { errorMiddleware } from './errors.ts';
 import { openApiDocument } from './openapi.ts';
 
@@ -42,7 +43,7 @@ export function createApp(deps: AppDeps): App {
   responseRoutes(router, deps);
 
   koa.use(router.routes());
-  koa.use(router.allowedMethods({ throw: true }));
+  koa.use(methodNotAllowed(router));
 
   const server = createServer(koa.callback());
   // Slow-loris bounds: headers within 10 s, a whole request within 60 s.
@@ -91,5 +92,27 @@ function requestLog(deps: AppDeps): Koa.Middleware<AppState> {
         org: ctx.state.auth?.orgId ?? null,
       });
     }
+  };
+}
+
+/**
+ * A path that exists with another method: 405 naming the methods in `Allow` (OPTIONS answers 204
+ * with the same header). Any other unmatched request, whatever its method (SEARCH on a path
+ * without a SEARCH route, PROPFIND, a made-up verb), is a 404: never the router's 501, which
+ * surfaced as a 500.
+ */
+function methodNotAllowed(router: Router<AppState>): Koa.Middleware<AppState> {
+  return async (ctx, next) => {
+    await next();
+    if (ctx.status !== 404 || ctx.body !== undefined) return;
+    const allowed = [...new Set(router.match(ctx.path, ctx.method).path.flatMap((layer) => layer.methods))];
+    if (allowed.length === 0) return;
+    const allow = allowed.join(', ');
+    if (ctx.method === 'OPTIONS') {
+      ctx.status = 204;
+      ctx.set('Allow', allow);
+      return;
+    }
+    throw new DomainError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}`, { headers: { Allow: allow } });
   };
 }

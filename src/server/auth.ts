@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 import type { Database } from '../clickhouse/connection.ts';
 import type { TokenCache } from '../tokens/cache.ts';
 import { isWellFormedToken, type Scope, type TokenIdentity } from '../tokens/tokens.ts';
-import { HttpError } from './errors.ts';
+import { DomainError } from '../errors.ts';
 
 export interface AuthState {
   auth: TokenIdentity;
@@ -10,7 +10,7 @@ export interface AuthState {
 
 // One body for missing, malformed, unknown and revoked tokens: nothing tells them apart.
 const unauthorized = () =>
-  new HttpError(401, 'unauthorized', 'Missing or invalid API token', undefined, { 'WWW-Authenticate': 'Bearer' });
+  new DomainError('unauthenticated', 'Missing or invalid API token', { headers: { 'WWW-Authenticate': 'Bearer' } });
 
 /** Resolves `Authorization: Bearer <token>` to its organization and checks `scope` (403 without it). */
 export function requireScope(scope: Scope, db: Database, tokens: TokenCache): Middleware<AuthState> {
@@ -21,7 +21,7 @@ export function requireScope(scope: Scope, db: Database, tokens: TokenCache): Mi
     const identity = await tokens.lookup(db.client(), match[1]);
     if (!identity) throw unauthorized();
     if (!identity.scopes.includes(scope)) {
-      throw new HttpError(403, 'forbidden', `This token lacks the "${scope}" scope`);
+      throw new DomainError('forbidden', `This token lacks the "${scope}" scope`);
     }
     ctx.state.auth = identity;
     await next();

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { createGunzip } from 'node:zlib';
 import type { Readable } from 'node:stream';
-import { HttpError, type Issue } from './errors.ts';
+import { DomainError, invalidJson, type Issue } from '../errors.ts';
 
 export interface BodyState {
   body: unknown;
@@ -24,11 +24,11 @@ export function jsonBody(limitBytes: number): Middleware<BodyState> {
     }
     const type = (ctx.get('content-type').split(';')[0] ?? '').trim();
     if (!isJsonType(type)) {
-      throw new HttpError(415, 'unsupported_media_type', 'Request bodies must be JSON (Content-Type: application/json)');
+      throw new DomainError('unsupported_media_type', 'Request bodies must be JSON (Content-Type: application/json)');
     }
     const encoding = ctx.get('content-encoding').trim().toLowerCase();
     if (encoding !== '' && encoding !== 'identity' && encoding !== 'gzip') {
-      throw new HttpError(415, 'unsupported_media_type', `Unsupported Content-Encoding "${encoding}": use gzip or none`);
+      throw new DomainError('unsupported_media_type', `Unsupported Content-Encoding "${encoding}": use gzip or none`);
     }
     if (encoding !== 'gzip' && length > limitBytes) throw tooLarge(limitBytes);
     // No local holds the text across `next()`: the handler may wait long (an ingest commit), and
@@ -45,14 +45,14 @@ function parseJson(text: string): unknown {
   try {
     body = JSON.parse(text);
   } catch (err) {
-    throw new HttpError(400, 'invalid_json', `The body is not valid JSON: ${(err as Error).message}`);
+    throw invalidJson(`The body is not valid JSON: ${(err as Error).message}`);
   }
   // One walk over the tree: the nesting bound always; the text check only when the raw text has a
   // \uD800-\uDFFF escape, the only way a lone surrogate gets in (invalid UTF-8 bytes decode to
   // U+FFFD; JSON escapes are always a lower-case \u).
   const issues = inspectTree(body, MAX_JSON_DEPTH, SURROGATE_ESCAPE.test(text) ? '' : undefined, []);
   if (issues.length > 0) {
-    throw new HttpError(400, 'invalid_json', 'The body holds text that is not valid Unicode (an unpaired surrogate escape)', issues);
+    throw invalidJson('The body holds text that is not valid Unicode (an unpaired surrogate escape)', issues);
   }
   return body;
 }
@@ -81,7 +81,7 @@ function inspectTree(value: unknown, depthLeft: number, path: string | undefined
     return issues;
   }
   if (value === null || typeof value !== 'object') return issues;
-  if (depthLeft === 0) throw new HttpError(400, 'invalid_json', `The body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`);
+  if (depthLeft === 0) throw invalidJson(`The body nests arrays and objects more than ${MAX_JSON_DEPTH} levels deep`);
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) inspectTree(value[i], depthLeft - 1, path === undefined ? undefined : `${path}[${i}]`, issues);
   } else {
@@ -99,7 +99,7 @@ function inspectTree(value: unknown, depthLeft: number, path: string | undefined
 /** String.prototype.isWellFormed (ES2024; Node 20 has it, the ES2022 lib types do not). */
 const isWellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
 
-const tooLarge = (limit: number) => new HttpError(413, 'payload_too_large', `The body is larger than ${limit} bytes (after decompression)`);
+const tooLarge = (limit: number) => new DomainError('too_large', `The body is larger than ${limit} bytes (after decompression)`);
 
 function readLimited(stream: Readable, limit: number, gzip: boolean): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -118,7 +118,7 @@ function readLimited(stream: Readable, limit: number, gzip: boolean): Promise<st
       if (size > limit) return fail(tooLarge(limit));
       chunks.push(chunk);
     });
-    stream.on('error', (err) => fail(gzip ? new HttpError(400, 'invalid_json', 'The body is not valid gzip') : err));
+    stream.on('error', (err) => fail(gzip ? invalidJson('The body is not valid gzip') : err));
     stream.on('end', () => {
       if (done) return;
       done = true;

@@ -1,7 +1,7 @@
 import Bottleneck from 'bottleneck';
 import type { Middleware } from 'koa';
 import type { AuthState } from './auth.ts';
-import { HttpError } from './errors.ts';
+import { DomainError } from '../errors.ts';
 
 const WINDOW_MS = 1000;
 /** A token's limiter is dropped after this long without a request (and made again on the next). */
@@ -58,9 +58,9 @@ export function rateLimit(name: string, perSecond: number): Middleware<AuthState
       'RateLimit-Reset': String(WINDOW_MS / 1000),
     };
     if (left < 0) {
-      throw new HttpError(429, 'rate_limited', `Rate limit of ${perSecond} ${name} requests per second exceeded; retry after the reset`, undefined, {
-        ...headers,
-        'Retry-After': headers['RateLimit-Reset'],
+      throw new DomainError('rate_limited', `Rate limit of ${perSecond} ${name} requests per second exceeded; retry after the reset`, {
+        headers,
+        retryAfterSeconds: WINDOW_MS / 1000,
       });
     }
     ctx.set(headers);

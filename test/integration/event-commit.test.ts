@@ -37,7 +37,7 @@ describe('event group commit (real engine)', () => {
     ]);
     expect(results.map((r) => r.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
     const reason = (results[1] as PromiseRejectedResult).reason;
-    expect(reason).to.include({ status: 400, code: 'validation_error' });
+    expect(reason).to.include({ kind: 'invalid', code: 'validation_error' });
     expect(reason.message).to.include('CANNOT_PARSE_ESCAPE_SEQUENCE');
     expect([await storedFor(a), await storedFor(b), await storedFor(bad)]).to.deep.equal([2, 1, 0]);
   });
@@ -52,7 +52,7 @@ describe('event group commit (real engine)', () => {
       { maxRows: 10_000, delayMs: 20, maxQueuedRows: 100_000, maxConcurrentFlushes: 1, classify: insertDataError },
     );
     const results = await Promise.allSettled([committer.submit(chunkFor(randomUUID(), [{ type: 'track', event_name: 'x' }]), 1), committer.submit(chunkFor(randomUUID(), [{ type: 'track', event_name: 'y' }]), 1)]);
-    for (const r of results) expect((r as PromiseRejectedResult).reason).to.include({ status: 503 });
+    for (const r of results) expect((r as PromiseRejectedResult).reason).to.include({ kind: 'unavailable' });
     expect(attempts).to.equal(1);
   });
 });

@@ -15,7 +15,7 @@ import {
 import type { Scope } from '../../src/responses/compile.ts';
 import type { GroupByRule } from '../../src/responses/group-by.ts';
 import { parseInstantMicros, planHistogram } from '../../src/responses/histogram.ts';
-import { HttpError, parseOrThrow } from '../../src/server/errors.ts';
+import { DomainError, parseOrThrow } from '../../src/errors.ts';
 
 const ORG = '11111111-1111-4111-8111-111111111111';
 const JANUARY = { start: '2024-01-01 00:00:00.000000', end: '2024-01-31 23:59:59.999999' };
@@ -30,9 +30,9 @@ function issuesOf(body: unknown): { path: string; message: string }[] {
   try {
     parseOrThrow(aggregationBodySchema, body);
   } catch (err) {
-    expect(err).to.be.instanceOf(HttpError);
-    expect((err as HttpError).status).to.equal(400);
-    return (err as HttpError).issues ?? [];
+    expect(err).to.be.instanceOf(DomainError);
+    expect((err as DomainError).kind).to.equal('invalid');
+    return (err as DomainError).issues ?? [];
   }
   throw new Error('expected a 400');
 }
@@ -97,8 +97,8 @@ describe('aggregation: group_by schema', () => {
           const body = parseOrThrow(aggregationBodySchema, { group_by: groupBy });
           expect(body.group_by.length).to.be.within(1, 3);
         } catch (err) {
-          expect(err).to.be.instanceOf(HttpError);
-          expect((err as HttpError).status).to.equal(400);
+          expect(err).to.be.instanceOf(DomainError);
+          expect((err as DomainError).kind).to.equal('invalid');
         }
       }),
       { numRuns: 500 },
@@ -300,7 +300,7 @@ describe('aggregation: shapeAggregation', () => {
     const wide = planHistogram(µs('2024-01-01T00:00:00Z'), µs('2024-03-01T00:00:00Z'), 'hour', 100);
     const rules: GroupByRule[] = [{ kind: 'answer', field: 'answer', questionId: 'q' }, { kind: 'date', field: 'created_at', minInterval: 'hour', buckets: 100 }, { kind: 'date', field: 'ended_at', minInterval: 'hour', buckets: 100 }];
     const rows: AggregationRow[] = Array.from({ length: 8 }, (_, i) => ({ depth: 1, k1: `v${i}`, doc_count: 1, other_doc_count: 0 }));
-    expect(() => shapeAggregation(rules, [undefined, wide, wide], rows, 0)).to.throw(HttpError).with.property('code', 'query_too_expensive');
+    expect(() => shapeAggregation(rules, [undefined, wide, wide], rows, 0)).to.throw(DomainError).with.property('code', 'query_too_expensive');
     expect(() => shapeAggregation(rules, [undefined, wide, wide], rows.slice(0, 6), 0)).to.not.throw();
     expect(MAX_RESPONSE_BUCKETS).to.equal(65_536);
   });

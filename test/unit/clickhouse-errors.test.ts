@@ -1,11 +1,12 @@
 import { ClickHouseError } from '@clickhouse/client';
 import { expect } from 'chai';
-import { clickHouseHttpError, insertDataError } from '../../src/clickhouse/errors.ts';
+import { clickHouseError, insertDataError } from '../../src/clickhouse/errors.ts';
+import { toHttpAnswer } from '../../src/server/errors.ts';
 
 const engineError = (code: string, type: string) => new ClickHouseError({ message: `${type} happened`, code, type });
 
 describe('ClickHouse errors -> HTTP errors', () => {
-  describe('clickHouseHttpError (queries)', () => {
+  describe('clickHouseError (queries)', () => {
     const cases: Array<[string, unknown, number | undefined, string | undefined]> = [
       ['TOO_MANY_ROWS', engineError('158', 'TOO_MANY_ROWS'), 400, 'query_too_expensive'],
       ['MEMORY_LIMIT_EXCEEDED', engineError('241', 'MEMORY_LIMIT_EXCEEDED'), 400, 'query_too_expensive'],
@@ -20,10 +21,11 @@ describe('ClickHouse errors -> HTTP errors', () => {
     ];
     for (const [name, err, status, code] of cases) {
       it(`${name} -> ${status ?? 'none (500)'}`, () => {
-        const mapped = clickHouseHttpError(err);
-        expect(mapped?.status).to.equal(status);
+        const mapped = clickHouseError(err);
+        const answer = mapped && toHttpAnswer(mapped);
+        expect(answer?.status).to.equal(status);
         expect(mapped?.code).to.equal(code);
-        if (status === 503) expect(mapped!.headers['Retry-After']).to.match(/^\d+$/);
+        if (status === 503) expect(answer!.headers['Retry-After']).to.match(/^\d+$/);
       });
     }
   });
@@ -32,7 +34,7 @@ describe('ClickHouse errors -> HTTP errors', () => {
     for (const type of ['CANNOT_PARSE_ESCAPE_SEQUENCE', 'CANNOT_PARSE_INPUT_ASSERTION_FAILED', 'INCORRECT_DATA', 'TOO_LARGE_STRING_SIZE']) {
       it(`${type}: the rows are at fault -> 400 naming it`, () => {
         const mapped = insertDataError(engineError('27', type));
-        expect(mapped).to.include({ status: 400, code: 'validation_error' });
+        expect(mapped).to.include({ kind: 'invalid', code: 'validation_error' });
         expect(mapped!.message).to.include(type);
       });
     }

@@ -2,16 +2,16 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { toJsonSchema } from '@valibot/to-json-schema';
 import { eventBatchSchema, parseEventBatch, parseIsoTimestamp } from '../../src/events/schema.ts';
-import { HttpError, type Issue } from '../../src/server/errors.ts';
+import { DomainError, type Issue } from '../../src/errors.ts';
 
 /** The issues of the 400 that `body` must produce. */
 function issuesOf(body: unknown): Issue[] {
   try {
     parseEventBatch(body);
   } catch (err) {
-    expect(err).to.be.instanceOf(HttpError);
-    const e = err as HttpError;
-    expect(e.status).to.equal(400);
+    expect(err).to.be.instanceOf(DomainError);
+    const e = err as DomainError;
+    expect(e.kind).to.equal('invalid');
     expect(e.code).to.equal('validation_error');
     expect(e.issues, 'issues').to.be.an('array').that.is.not.empty;
     return e.issues!;

@@ -1,3 +1,5 @@
+import type { DomainError } from '../../src/errors.ts';
+import { STATUS_OF } from '../../src/server/errors.ts';
 import { expect } from 'chai';
 import { GroupCommitter, type GroupCommitOptions } from '../../src/events/group-commit.ts';
 
@@ -96,7 +98,7 @@ describe('GroupCommitter', () => {
     const [a, b] = await results;
     for (const r of [a, b]) {
       expect(r.status).to.equal('rejected');
-      expect((r as PromiseRejectedResult).reason).to.include({ status: 503 });
+      expect((r as PromiseRejectedResult).reason).to.include({ kind: 'unavailable' });
     }
     expect(gc.queuedRows).to.equal(0);
     const next = gc.submit('c', 1);
@@ -111,7 +113,7 @@ describe('GroupCommitter', () => {
     void gc.submit('a', 80);
     let error: unknown;
     await gc.submit('b', 30).catch((err) => (error = err));
-    expect(error).to.include({ status: 503 });
+    expect(error).to.include({ kind: 'unavailable' });
     expect(gc.queuedRows).to.equal(80);
   });
 
@@ -127,7 +129,7 @@ describe('GroupCommitter', () => {
     await a;
     let error: unknown;
     await gc.submit('b', 1).catch((err) => (error = err));
-    expect(error).to.include({ status: 503 });
+    expect(error).to.include({ kind: 'unavailable' });
   });
 });
 
@@ -149,7 +151,7 @@ describe('GroupCommitter: a batch that fails because of one request\'s rows', ()
   };
   const submitAll = (gc: GroupCommitter<string>, chunks: string[]) => Promise.allSettled(chunks.map((c) => gc.submit(c, 1)));
   const statuses = (results: PromiseSettledResult<number>[]) =>
-    results.map((r) => (r.status === 'fulfilled' ? 200 : (r.reason as { status: number }).status));
+    results.map((r) => (r.status === 'fulfilled' ? 200 : ((r.reason as { status?: number }).status ?? STATUS_OF[(r.reason as DomainError).kind])));
 
   it('splits the batch in halves until the request at fault is alone: only it fails (with the 4xx), the others are stored once', async () => {
     const r = recorder();
@@ -193,7 +195,7 @@ describe('GroupCommitter: a batch that fails because of one request\'s rows', ()
     );
     const results = await Promise.allSettled([gc.submit('a', 1), gc.submit('b', 1)]);
     expect(attempts).to.equal(1);
-    for (const r of results) expect((r as PromiseRejectedResult).reason).to.include({ status: 503 });
+    for (const r of results) expect((r as PromiseRejectedResult).reason).to.include({ kind: 'unavailable' });
   });
 
   it('a lone request at fault gets the 4xx, not a retry', async () => {

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import * as v from 'valibot';
 import { ParamBag } from '../../src/clickhouse/sql.ts';
-import { HttpError, parseOrThrow } from '../../src/server/errors.ts';
+import { DomainError, parseOrThrow } from '../../src/errors.ts';
 import { compileScope, compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts } from '../../src/responses/compile.ts';
 import {
   HIDDEN_FIELD_OPERATORS, OPERATORS, RESPONSE_KEY_OPERATORS, parseSurveyIds, queryScopeSchema, searchBodySchema,
@@ -28,13 +28,13 @@ function compileOne(filter: Record<string, unknown>) {
   return { sql: where.slice(prefix.length, -1), params: rest };
 }
 
-function badRequestOf(fn: () => unknown): HttpError {
+function badRequestOf(fn: () => unknown): DomainError {
   try {
     fn();
   } catch (e) {
-    expect(e).to.be.instanceOf(HttpError);
-    expect((e as HttpError).status).to.equal(400);
-    return e as HttpError;
+    expect(e).to.be.instanceOf(DomainError);
+    expect((e as DomainError).kind).to.equal('invalid');
+    return e as DomainError;
   }
   throw new Error('expected a 400');
 }
@@ -369,8 +369,8 @@ describe('responses: filter compiler', () => {
           const used = new Set([...sql.matchAll(/\{(p\d+):/g)].map((m) => m[1]));
           expect(used).to.deep.equal(new Set(Object.keys(bag.toParams())));
         } catch (e) {
-          expect(e).to.be.instanceOf(HttpError);
-          expect((e as HttpError).status).to.equal(400);
+          expect(e).to.be.instanceOf(DomainError);
+          expect((e as DomainError).kind).to.equal('invalid');
         }
       }), { numRuns: 2000 });
     });

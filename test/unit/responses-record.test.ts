@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { HttpError } from '../../src/server/errors.ts';
+import { DomainError } from '../../src/errors.ts';
 import { answerText, parseResponseBatch, toResponseRow } from '../../src/responses/record.ts';
 import { dbToApi, formatApi, formatDb, parseIsoMicros } from '../../src/responses/timestamps.ts';
 
@@ -60,9 +60,9 @@ function issuesOf(body: unknown, org = ORG) {
   try {
     parseResponseBatch(body, org);
   } catch (e) {
-    expect(e).to.be.instanceOf(HttpError);
-    expect((e as HttpError).status).to.equal(400);
-    return (e as HttpError).issues!;
+    expect(e).to.be.instanceOf(DomainError);
+    expect((e as DomainError).kind).to.equal('invalid');
+    return (e as DomainError).issues!;
   }
   throw new Error('expected a 400');
 }

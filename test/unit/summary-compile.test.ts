@@ -3,7 +3,7 @@ import type { Scope } from '../../src/responses/compile.ts';
 import { queryScopeSchema } from '../../src/responses/filters.ts';
 import { DASHBOARD_QUERY_CACHE_SETTINGS, POLL_WINDOW_MS } from '../../src/clickhouse/result-cache.ts';
 import { compileSummary, roundRatio, shapeSummary, type SummaryRow } from '../../src/responses/summary.ts';
-import { HttpError, parseOrThrow } from '../../src/server/errors.ts';
+import { DomainError, parseOrThrow } from '../../src/errors.ts';
 
 const ORG = '11111111-1111-4111-8111-111111111111';
 const SURVEY = 'aaaaaaaa-0000-4000-8000-000000000001';
@@ -64,8 +64,8 @@ describe('summary: compileSummary', () => {
       parseOrThrow(queryScopeSchema, { filters: [{ type: 'response', key: 'completion', operator: 'contains', value: 'x' }] });
       expect.fail('expected a 400');
     } catch (err) {
-      expect(err).to.be.instanceOf(HttpError);
-      expect((err as HttpError).issues?.[0].path).to.equal('filters[0].operator');
+      expect(err).to.be.instanceOf(DomainError);
+      expect((err as DomainError).issues?.[0].path).to.equal('filters[0].operator');
     }
   });
 
