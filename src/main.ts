@@ -8,6 +8,7 @@ import { createLogger, type Logger } from './log.ts';
 import { parseSeedArgs } from './seed/args.ts';
 import { runSeedCommand } from './seed/cli.ts';
 import { createApp } from './server/app.ts';
+import { features } from './routes.ts';
 import { TokenCache } from './tokens/cache.ts';
 
 const USAGE = `usage: tallyhouse <command>
@@ -27,7 +28,8 @@ async function serve(config: Config, log: Logger): Promise<void> {
   const db = await connectDatabase(config, log, { supervise: true });
   const applied = await migrate(db);
   if (applied.length) log.info({ msg: 'migrations applied', applied });
-  const app = createApp({ config, db, log, tokens: new TokenCache() });
+  const deps = { config, db, log, tokens: new TokenCache() };
+  const app = createApp(deps, features(deps));
   const port = await app.listen(config.port, config.host);
   log.info({ msg: 'listening', host: config.host, port, engine: db.mode() });
   if (!config.clickhouse.url) {

@@ -33,6 +33,9 @@ export function buildClient(endpoint: EngineEndpoint, config: Config, database: 
     http_headers: endpoint.headers,
     request_timeout: 60_000,
     max_open_connections: maxOpenConnections,
+    // Query parameters go in a multipart/form-data body once they would make a long URL: filter
+    // values can total megabytes, past the engine's 1 MiB URL cap (see sql.ts MAX_PARAM_BYTES).
+    use_multipart_params_auto: true,
     // Loopback or a LAN: compressing costs more CPU than it saves.
     compression: { request: false, response: false },
     // Failures reach our own error handling and request log; the client's logger would repeat them.

@@ -1,13 +1,11 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import { insertDataError } from '../clickhouse/errors.ts';
-import { requireScope } from '../server/auth.ts';
-import { jsonBody } from '../server/body.ts';
-import type { AppDeps, AppRouter, AppState } from '../server/context.ts';
-import { rateLimit } from '../server/rate-limit.ts';
+import type { AppDeps } from '../server/context.ts';
+import { defineRoute, type Feature } from '../server/route.ts';
 import { GroupCommitter } from './group-commit.ts';
 import { encodeEventRows, toEventRows } from './rows.ts';
-import { parseEventBatch } from './schema.ts';
+import { eventBatchSchema, parseEventBatch, type ParsedEvent } from './schema.ts';
 
 export function createEventCommitter(deps: AppDeps): GroupCommitter<Buffer> {
   const { ingest } = deps.config;
@@ -54,29 +52,51 @@ export async function insertEvents(client: ClickHouseClient, chunks: readonly (s
   for await (const _ of result.stream);
 }
 
-export function eventRoutes(router: AppRouter, deps: AppDeps, committer: GroupCommitter<Buffer>) {
-  router.post(
-    '/1.0/event',
-    requireScope('events', deps.db, deps.tokens),
-    rateLimit('event', deps.config.rateLimits.eventsPerSecond),
-    jsonBody(deps.config.bodyLimitBytes),
-    async (ctx) => {
-      const receivedAt = new Date();
-      const { chunk, count } = encodeRequest(ctx.state, receivedAt);
-      const committedAt = await committer.submit(chunk, count);
-      ctx.body = { count, lag: committedAt - receivedAt.getTime() };
-    },
-  );
+/** POST /1.0/event, and the group committer its requests share (drained at shutdown). */
+export function eventsFeature(deps: AppDeps): Feature {
+  const committer = createEventCommitter(deps);
+  return {
+    drain: () => committer.drain(),
+    routes: [
+      defineRoute<ParsedEvent[]>({
+        operationId: 'sendEvents',
+        method: 'POST',
+        path: '/1.0/event',
+        tag: 'events',
+        summary: 'Send 1..100 events; 200 only after they are committed',
+        scope: 'events',
+        rateLimit: 'event',
+        body: {
+          schema: eventBatchSchema,
+          parse: parseEventBatch,
+          limitBytes: deps.config.bodyLimitBytes,
+          example: [{ type: 'track', event_name: 'signup', user_alias: 'user-42', properties: { plan: 'pro' } }],
+        },
+        success: { status: 200, description: 'Committed', schema: INGEST_RESULT, example: { count: 1, lag: 12 } },
+        errors: [400, 401, 403, 413, 415, 429, 503],
+        handler: async ({ auth, body }) => {
+          const receivedAt = new Date();
+          const { chunk, count } = encodeRequest(auth.orgId, body, receivedAt);
+          const committedAt = await committer.submit(chunk, count);
+          return { count, lag: committedAt - receivedAt.getTime() };
+        },
+      }),
+    ],
+  };
 }
 
+const INGEST_RESULT = {
+  type: 'object',
+  required: ['count', 'lag'],
+  properties: { count: { type: 'integer' }, lag: { type: ['number', 'null'] } },
+};
+
 /**
- * Validates the request's events and encodes them into their INSERT chunk. Nothing of the request
- * but the chunk outlives this call: a request waits up to an INSERT's duration for its commit, and
- * a parsed body still referenced then would be copied out of the young generation by every
- * garbage collection meanwhile. The chunk is a Buffer, outside the JS heap, for the same reason.
+ * Encodes a request's events into their INSERT chunk. Nothing of the request but the chunk
+ * outlives this call: a request waits up to an INSERT's duration for its commit, and a parsed body
+ * still referenced then would be copied out of the young generation by every garbage collection
+ * meanwhile. The chunk is a Buffer, outside the JS heap, for the same reason.
  */
-function encodeRequest(state: AppState, receivedAt: Date): { chunk: Buffer; count: number } {
-  const events = parseEventBatch(state.body);
-  state.body = undefined;
-  return { chunk: Buffer.from(encodeEventRows(toEventRows(state.auth.orgId, events, receivedAt)), 'utf8'), count: events.length };
+function encodeRequest(orgId: string, events: ParsedEvent[], receivedAt: Date): { chunk: Buffer; count: number } {
+  return { chunk: Buffer.from(encodeEventRows(toEventRows(orgId, events, receivedAt)), 'utf8'), count: events.length };
 }

@@ -1,20 +1,38 @@
-import { requireScope } from '../server/auth.ts';
-import { jsonBody } from '../server/body.ts';
-import type { AppDeps, AppRouter } from '../server/context.ts';
-import { parseOrThrow } from '../errors.ts';
-import { rateLimit } from '../server/rate-limit.ts';
-import { releaseBodySchema, releaseListQuerySchema } from './schema.ts';
+import type * as v from 'valibot';
+import type { AppDeps } from '../server/context.ts';
+import { defineRoute, type Feature } from '../server/route.ts';
+import { releaseBodySchema, releaseListQuerySchema, releaseSchema } from './schema.ts';
 import { createRelease, listReleases } from './store.ts';
 
-export function releaseRoutes(router: AppRouter, deps: AppDeps) {
-  const guard = [requireScope('releases', deps.db, deps.tokens), rateLimit('release', deps.config.rateLimits.releasesPerSecond)];
-  router.post('/1.0/release', ...guard, jsonBody(deps.config.bodyLimitBytes), async (ctx) => {
-    const body = parseOrThrow(releaseBodySchema, ctx.state.body ?? {});
-    ctx.status = 201;
-    ctx.body = await createRelease(deps.db.client(), ctx.state.auth.orgId, body);
-  });
-  router.get('/1.0/release', ...guard, async (ctx) => {
-    const query = parseOrThrow(releaseListQuerySchema, { ...ctx.query }, 'Invalid query string');
-    ctx.body = { releases: await listReleases(deps.db.client(), ctx.state.auth.orgId, query) };
-  });
+export function releasesFeature(deps: AppDeps): Feature {
+  return {
+    routes: [
+      defineRoute<v.InferOutput<typeof releaseBodySchema>>({
+        operationId: 'createRelease',
+        method: 'POST',
+        path: '/1.0/release',
+        tag: 'releases',
+        summary: 'Create a release',
+        scope: 'releases',
+        rateLimit: 'release',
+        body: { schema: releaseBodySchema, limitBytes: deps.config.bodyLimitBytes, whenEmpty: {}, example: { name: 'Spring release', version: '2.4.0', tags: ['web'], released_at: '2024-05-01T10:00:00Z' } },
+        success: { status: 201, description: 'The stored release', schema: releaseSchema },
+        errors: [400, 401, 403, 413, 415, 429, 503],
+        handler: ({ auth, body }) => createRelease(deps.db.client(), auth.orgId, body),
+      }),
+      defineRoute<undefined, v.InferOutput<typeof releaseListQuerySchema>>({
+        operationId: 'listReleases',
+        method: 'GET',
+        path: '/1.0/release',
+        tag: 'releases',
+        summary: 'List releases, newest released_at first, optionally within from/to',
+        scope: 'releases',
+        rateLimit: 'release',
+        query: releaseListQuerySchema,
+        success: { status: 200, description: 'Releases', schema: { type: 'object', required: ['releases'], properties: { releases: { type: 'array', items: { type: 'object' } } } } },
+        errors: [400, 401, 403, 429, 503],
+        handler: async ({ auth, query }) => ({ releases: await listReleases(deps.db.client(), auth.orgId, query) }),
+      }),
+    ],
+  };
 }

@@ -30,9 +30,10 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
-import { parseOrThrow, tooExpensive } from '../errors.ts';
-import { QUERY_SETTINGS, compileScope, scopeOf, type Scope } from './compile.ts';
-import { COMPLETION_VALUES, parseSurveyIds, queryScopeSchema } from './filters.ts';
+import { tooExpensive } from '../errors.ts';
+import { QUERY_SETTINGS, fromScope, type Scope } from './compile.ts';
+import { COMPLETION_VALUES, queryScopeEntries } from './filters.ts';
+import { ignored, jsonObject } from '../validation.ts';
 import {
   DATE_FIELD_COLUMNS,
   MAX_TERMS_BUCKETS,
@@ -53,10 +54,11 @@ export const MAX_RESPONSE_BUCKETS = 65_536;
 const tooManyBuckets = () =>
   tooExpensive(`The aggregation would return more than ${MAX_RESPONSE_BUCKETS} buckets: lower date_histogram_buckets, narrow the range, or use fewer group_by levels`);
 
-export const aggregationBodySchema = v.object({
-  ...queryScopeSchema.entries,
-  group_by: groupBySchema,
-});
+/** The scope plus `group_by`; `size` and `offset` are accepted and ignored, any other field is a 400. */
+export const aggregationBodySchema = v.pipe(
+  jsonObject({ ...queryScopeEntries, group_by: groupBySchema, size: ignored, offset: ignored }, 'the aggregation body'),
+  v.transform(({ size: _size, offset: _offset, ...body }) => body),
+);
 export type AggregationBody = v.InferOutput<typeof aggregationBodySchema>;
 
 export interface Bucket {
@@ -86,12 +88,12 @@ export function fieldsNeedingBounds(rules: readonly GroupByRule[], range: Scope[
 /** `SELECT min_0, max_0, ...` of each field, as DateTime64 text (NULL when no response has one). */
 export function compileBounds(scope: Scope, fields: readonly DateField[]): CompiledQuery {
   const bag = new ParamBag();
-  const where = compileScope(scope, bag);
+  const source = fromScope(scope, bag);
   const columns = fields.flatMap((f, i) => {
     const col = DATE_FIELD_COLUMNS[f];
     return [`toString(minOrNull(${col})) AS min_${i}`, `toString(maxOrNull(${col})) AS max_${i}`];
   });
-  return compiled(`SELECT ${columns.join(', ')} FROM survey_responses FINAL WHERE ${where}`, bag);
+  return compiled(`SELECT ${columns.join(', ')} ${source}`, bag);
 }
 
 export type Bounds = Partial<Record<DateField, { min: bigint | null; max: bigint | null }>>;
@@ -134,7 +136,7 @@ export interface AggregationRow {
  */
 export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[]): CompiledQuery {
   const bag = new ParamBag();
-  const where = compileScope(scope, bag);
+  const source = fromScope(scope, bag);
   const n = rules.length;
   const ks = rules.map((_, i) => `k${i + 1}`);
   const keyColumns = rules.map((rule, i) => `${levelKeySql(rule, plans[i], bag, i + 1)} AS k${i + 1}`);
@@ -156,7 +158,7 @@ export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], 
 
   const grouped =
     `SELECT ${keyColumns.join(', ')}, ${n} - bitCount(grouping(${ks.join(', ')})) AS depth, ${count} AS doc_count ` +
-    `FROM survey_responses FINAL WHERE ${where} GROUP BY ROLLUP(${ks.join(', ')})`;
+    `${source} GROUP BY ROLLUP(${ks.join(', ')})`;
   const ranked =
     `SELECT ${ks.join(', ')}, depth, doc_count, row_number() OVER (${siblings} ORDER BY doc_count DESC, ${ownKey} ASC) AS r ` +
     `FROM (${grouped}) WHERE ${noMissing}`;
@@ -261,14 +263,11 @@ function byteOrder(a: string, b: string): number {
 
 // --- the handler -----------------------------------------------------------------------------------
 
-/** SEARCH /1.0/survey/<survey_ids>/response/aggregation */
-export async function aggregate(client: ClickHouseClient, orgId: string, surveyIdsParam: string, body: unknown): Promise<AggregationResult> {
-  const surveyIds = parseSurveyIds(surveyIdsParam);
-  const parsed = parseOrThrow(aggregationBodySchema, body ?? {});
+/** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed scope and rules. */
+export async function aggregate(client: ClickHouseClient, scope: Scope, rules: readonly GroupByRule[]): Promise<AggregationResult> {
   const started = performance.now();
-  const rules = parsed.group_by as GroupByRule[];
   const run: RunQuery = (q) => runDashboardQuery(client, q, QUERY_SETTINGS);
-  const { plans, rows } = await runAggregation(run, scopeOf(orgId, surveyIds, parsed), rules);
+  const { plans, rows } = await runAggregation(run, scope, rules);
   return shapeAggregation(rules, plans, rows, Math.round(performance.now() - started));
 }
 

@@ -61,6 +61,16 @@ export function compileScope(scope: Scope, bag: ParamBag): string {
   return parts.join(' AND ');
 }
 
+/**
+ * The one source every survey read starts from: `FROM survey_responses FINAL WHERE <scope>`, whose
+ * scope begins with the token's organization. The tenant guard and the version dedup (FINAL) are
+ * part of the source, so no query can forget either (as PostHog's HogQL prints team_id into every
+ * table it reads). Callers append `AND ...` conditions or GROUP BY / ORDER BY after it.
+ */
+export function fromScope(scope: Scope, bag: ParamBag): string {
+  return `FROM survey_responses FINAL WHERE ${compileScope(scope, bag)}`;
+}
+
 export function compileFilter(node: FilterNode, bag: ParamBag): string {
   // null / not_null have a natural negative form; every other negation wraps its positive twin.
   if (node.kind === 'language' && node.op === 'null') return node.negate ? `language != ''` : `language = ''`;
@@ -244,18 +254,18 @@ export function pageWindowStarts(rangeEnd: string | undefined, nowMs: number): s
 
 export function compileSearchCount(scope: Scope, windowStarts: readonly string[]): CompiledQuery {
   const bag = new ParamBag();
-  const where = compileScope(scope, bag);
+  const source = fromScope(scope, bag);
   const windows = windowStarts.map((w, i) => `, countIf(created_at >= ${bag.add(w, DT)}) AS w${i}`).join('');
-  return compiled(`SELECT count() AS total${windows} FROM survey_responses FINAL WHERE ${where}`, bag);
+  return compiled(`SELECT count() AS total${windows} ${source}`, bag);
 }
 
 /** One page of `doc`s, newest first; with `windowStart` (a DateTime64 text), only from that instant on. */
 export function compileSearchPage(scope: Scope, size: number, offset: number, windowStart?: string): CompiledQuery {
   const bag = new ParamBag();
-  const where = compileScope(scope, bag);
+  const source = fromScope(scope, bag);
   const window = windowStart === undefined ? '' : ` AND created_at >= ${bag.add(windowStart, DT)}`;
   return compiled(
-    `SELECT doc FROM survey_responses FINAL WHERE ${where}${window} ORDER BY created_at DESC, id DESC ` +
+    `SELECT doc ${source}${window} ORDER BY created_at DESC, id DESC ` +
       `LIMIT ${bag.add(size, 'UInt32')} OFFSET ${bag.add(offset, 'UInt32')}`,
     bag,
   );

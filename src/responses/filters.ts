@@ -30,6 +30,7 @@
  */
 import * as v from 'valibot';
 import { invalid } from '../errors.ts';
+import { ignored, jsonObject } from '../validation.ts';
 import { formatDb, parseIsoMicros, compareMicros } from './timestamps.ts';
 
 export const OPERATORS = [
@@ -276,11 +277,11 @@ function maxNote(x: unknown): string {
 }
 
 export const rangeSchema = v.pipe(
-  v.object({
+  jsonObject({
     field: v.optional(v.picklist(['created_at'], 'range.field must be "created_at"'), 'created_at'),
     start: v.optional(isoInstant('start')),
     end: v.optional(isoInstant('end')),
-  }),
+  }, 'range'),
   v.rawTransform(({ dataset, addIssue, NEVER }) => {
     const { start, end } = dataset.value;
     if (start && end && compareMicros(start.t, end.t) > 0) {
@@ -307,17 +308,26 @@ function isoInstant(name: string) {
 }
 
 /** filters_bool, filters, range: the part shared by search, summary and aggregation. */
-export const queryScopeSchema = v.object({
+export const queryScopeEntries = {
   filters_bool: v.optional(v.picklist(['AND', 'OR'], 'filters_bool must be "AND" or "OR"'), 'AND'),
   filters: v.optional(v.pipe(
     v.array(filterSchema, 'filters must be an array'),
     v.maxLength(MAX_FILTERS, `at most ${MAX_FILTERS} filters`),
   ), []),
   range: v.optional(rangeSchema),
-});
+};
 
-export const searchBodySchema = v.object({
-  ...queryScopeSchema.entries,
+/**
+ * The summary body: the scope; `size` and `offset` are accepted and ignored (a dashboard may send
+ * its search body as is). Any other field is a 400.
+ */
+export const queryScopeSchema = v.pipe(
+  jsonObject({ ...queryScopeEntries, size: ignored, offset: ignored }, 'the body'),
+  v.transform(({ size: _size, offset: _offset, ...scope }) => scope),
+);
+
+export const searchBodySchema = jsonObject({
+  ...queryScopeEntries,
   size: v.optional(v.pipe(
     v.number('size must be an integer'), v.integer('size must be an integer'),
     v.minValue(0, 'size must be 0 to 1000'), v.maxValue(MAX_SIZE, 'size must be 0 to 1000'),
@@ -327,7 +337,7 @@ export const searchBodySchema = v.object({
     v.minValue(0, 'offset must be 0 to 100000'),
     v.maxValue(MAX_OFFSET, 'offset must be at most 100000; to page further, narrow the range (e.g. set range.end to the created_at of the last response you received)'),
   ), 0),
-});
+}, 'the search body');
 
 export type QueryScopeBody = v.InferOutput<typeof queryScopeSchema>;
 export type SearchBody = v.InferOutput<typeof searchBodySchema>;

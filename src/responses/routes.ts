@@ -1,36 +1,89 @@
-import { requireScope } from '../server/auth.ts';
-import { jsonBody } from '../server/body.ts';
-import type { Middleware } from 'koa';
-import type { AppDeps, AppRouter, AppState } from '../server/context.ts';
-import { rateLimit } from '../server/rate-limit.ts';
-import { aggregate } from './aggregation.ts';
-import { handleSearch, handleWriteResponses } from './search.ts';
+import * as v from 'valibot';
+import type { AppDeps } from '../server/context.ts';
+import { defineRoute, type Feature, type ParamSpec } from '../server/route.ts';
+import { aggregate, aggregationBodySchema } from './aggregation.ts';
+import { scopeOf } from './compile.ts';
+import { parseSurveyIds, queryScopeSchema, searchBodySchema } from './filters.ts';
+import type { GroupByRule } from './group-by.ts';
+import { parseResponseBatch, responseBatchSchema } from './record.ts';
+import { searchResponses } from './search.ts';
+import { insertResponses } from './store.ts';
 import { summarize } from './summary.ts';
 
-export function responseRoutes(router: AppRouter, deps: AppDeps) {
-  // 1000 records with answers exceed 1 MiB, and so can a read's filters (100 of 1000 values each).
-  const body = jsonBody(deps.config.bodyLimitBytes * 16);
-  router.post(
-    '/1.0/survey/response',
-    requireScope('responses:write', deps.db, deps.tokens),
-    rateLimit('survey write', deps.config.rateLimits.queriesPerSecond),
-    body,
-    async (ctx) => {
-      ctx.body = await handleWriteResponses(deps.db.client(), ctx.state.auth.orgId, ctx.state.body);
-    },
-  );
+const SURVEY_IDS: Record<string, ParamSpec> = {
+  survey_ids: { description: 'Comma-separated survey UUIDs, or `*` for every survey of the organization', schema: { type: 'string' }, example: '*' },
+};
+const READ_ERRORS = [400, 401, 403, 413, 415, 429, 503] as const;
 
-  const read = [requireScope('responses:read', deps.db, deps.tokens), rateLimit('query', deps.config.rateLimits.queriesPerSecond), body];
-  const queries = {
-    '/1.0/survey/:survey_ids/response': handleSearch,
-    '/1.0/survey/:survey_ids/response/summary': summarize,
-    '/1.0/survey/:survey_ids/response/aggregation': aggregate,
-  } as const;
-  for (const [path, handler] of Object.entries(queries)) {
-    const run: Middleware<AppState> = async (ctx) => {
-      const params = (ctx as unknown as { params: { survey_ids: string } }).params;
-      ctx.body = await handler(deps.db.client(), ctx.state.auth.orgId, params.survey_ids, ctx.state.body ?? {});
-    };
-    router.register(path, ['SEARCH'], [...read, run] as never);
-  }
+/** Survey responses: the write, and the three reads (each SEARCH also served as POST). */
+export function responsesFeature(deps: AppDeps): Feature {
+  // 1000 records with answers exceed 1 MiB, and so can a read's filters (100 of 1000 values each).
+  const limitBytes = deps.config.bodyLimitBytes * 16;
+  const client = () => deps.db.client();
+  return {
+    routes: [
+      defineRoute<v.InferOutput<typeof responseBatchSchema>>({
+        operationId: 'writeSurveyResponses',
+        method: 'POST',
+        path: '/1.0/survey/response',
+        tag: 'survey responses',
+        summary: 'Upsert 1..1000 survey responses by id; the latest updated_at wins',
+        scope: 'responses:write',
+        rateLimit: 'survey write',
+        body: { schema: responseBatchSchema, parse: (raw, auth) => parseResponseBatch(raw, auth.orgId), limitBytes },
+        success: { status: 200, description: 'Stored', schema: COUNT_SCHEMA, example: { count: 1 } },
+        errors: [400, 401, 403, 413, 415, 429, 503],
+        handler: async ({ auth, body }) => ({ count: await insertResponses(client(), auth.orgId, body) }),
+      }),
+      defineRoute<v.InferOutput<typeof searchBodySchema>>({
+        operationId: 'searchSurveyResponses',
+        method: 'SEARCH',
+        aliases: ['POST'],
+        path: '/1.0/survey/:survey_ids/response',
+        tag: 'survey responses',
+        summary: 'Search responses, newest created_at first',
+        scope: 'responses:read',
+        rateLimit: 'survey read',
+        params: SURVEY_IDS,
+        body: { schema: searchBodySchema, limitBytes, whenEmpty: {}, example: { size: 5, filters: [{ type: 'response', key: 'completion', operator: 'eq', value: 'fully_completed' }] } },
+        success: { status: 200, description: '`{took, hits: {total: {value}, responses}}`' },
+        errors: READ_ERRORS,
+        handler: ({ auth, body, params }) =>
+          searchResponses(client(), { ...scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), size: body.size, offset: body.offset }),
+      }),
+      defineRoute<v.InferOutput<typeof queryScopeSchema>>({
+        operationId: 'summarizeSurveyResponses',
+        method: 'SEARCH',
+        aliases: ['POST'],
+        path: '/1.0/survey/:survey_ids/response/summary',
+        tag: 'survey responses',
+        summary: 'NPS / CSAT / CES, completion, end reasons, languages and supports of the responses in scope',
+        scope: 'responses:read',
+        rateLimit: 'survey read',
+        params: SURVEY_IDS,
+        body: { schema: queryScopeSchema, limitBytes, whenEmpty: {} },
+        success: { status: 200, description: 'The summary object' },
+        errors: READ_ERRORS,
+        handler: ({ auth, body, params }) => summarize(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body)),
+      }),
+      defineRoute<v.InferOutput<typeof aggregationBodySchema>>({
+        operationId: 'aggregateSurveyResponses',
+        method: 'SEARCH',
+        aliases: ['POST'],
+        path: '/1.0/survey/:survey_ids/response/aggregation',
+        tag: 'survey responses',
+        summary: 'Counts grouped by ordered group_by rules, with dense date histograms',
+        scope: 'responses:read',
+        rateLimit: 'survey read',
+        params: SURVEY_IDS,
+        body: { schema: aggregationBodySchema, limitBytes, whenEmpty: {} },
+        success: { status: 200, description: '`{took, hits: {total: {value}}, aggregations}`' },
+        errors: READ_ERRORS,
+        handler: ({ auth, body, params }) =>
+          aggregate(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), body.group_by as GroupByRule[]),
+      }),
+    ],
+  };
 }
+
+const COUNT_SCHEMA = { type: 'object', required: ['count'], properties: { count: { type: 'integer' } } };

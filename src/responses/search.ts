@@ -1,14 +1,8 @@
-/**
- * SEARCH /1.0/survey/<survey_ids>/response and POST /1.0/survey/response, as plain handlers
- * (routes.ts wires them to Koa with auth and scopes).
- */
+/** SEARCH /1.0/survey/<survey_ids>/response: the count, then the page (routes.ts wires it). */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { parseOrThrow } from '../errors.ts';
-import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, scopeOf, type Scope, type SearchCountRow } from './compile.ts';
+import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, type Scope, type SearchCountRow } from './compile.ts';
 import type { RunQuery } from '../clickhouse/sql.ts';
-import { parseSurveyIds, searchBodySchema } from './filters.ts';
-import { parseResponseBatch, type ResponseRecord } from './record.ts';
-import { insertResponses } from './store.ts';
+import type { ResponseRecord } from './record.ts';
 
 export interface SearchInput extends Scope {
   size: number;
@@ -41,7 +35,7 @@ export async function runSearch(run: RunQuery, input: SearchInput): Promise<{ to
   return { total, docs };
 }
 
-async function searchResponses(client: ClickHouseClient, input: SearchInput): Promise<SearchResult> {
+export async function searchResponses(client: ClickHouseClient, input: SearchInput): Promise<SearchResult> {
   const started = performance.now();
   const run: RunQuery = async (q) =>
     (await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS })).json();
@@ -50,17 +44,4 @@ async function searchResponses(client: ClickHouseClient, input: SearchInput): Pr
     took: Math.round(performance.now() - started),
     hits: { total: { value: total }, responses: docs.map((d) => JSON.parse(d.doc) as ResponseRecord) },
   };
-}
-
-/** SEARCH /1.0/survey/<survey_ids>/response */
-export async function handleSearch(client: ClickHouseClient, orgId: string, surveyIdsParam: string, body: unknown): Promise<SearchResult> {
-  const surveyIds = parseSurveyIds(surveyIdsParam);
-  const parsed = parseOrThrow(searchBodySchema, body ?? {});
-  return searchResponses(client, { ...scopeOf(orgId, surveyIds, parsed), size: parsed.size, offset: parsed.offset });
-}
-
-/** POST /1.0/survey/response: 1..1000 records, all or nothing. */
-export async function handleWriteResponses(client: ClickHouseClient, orgId: string, body: unknown): Promise<{ count: number }> {
-  const records = parseResponseBatch(body, orgId);
-  return { count: await insertResponses(client, orgId, records) };
 }

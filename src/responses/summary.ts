@@ -20,10 +20,9 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
-import { parseOrThrow } from '../errors.ts';
-import { QUERY_SETTINGS, compileScope, scopeOf, type Scope } from './compile.ts';
+import { QUERY_SETTINGS, fromScope, type Scope } from './compile.ts';
 import { runDashboardQuery } from '../clickhouse/result-cache.ts';
-import { COMPLETION_VALUES, parseSurveyIds, queryScopeSchema } from './filters.ts';
+import { COMPLETION_VALUES } from './filters.ts';
 
 // --- the summary -----------------------------------------------------------------------------------
 
@@ -81,13 +80,13 @@ const countElements = (column: string) => `sumMap(mapFromArrays(${column}, array
  */
 export function compileSummary(scope: Scope): CompiledQuery {
   const bag = new ParamBag();
-  const where = compileScope(scope, bag);
+  const source = fromScope(scope, bag);
   // Inner aliases are not column names and not lambda arguments of the filters (ClickHouse
   // resolves aliases in WHERE).
   const grouped =
     `SELECT completion, end_reason, language, hf_support, count() AS group_rows, ` +
     `${countElements('nps_scores')} AS group_nps, ${countElements('csat_scores')} AS group_csat, ${countElements('ces_scores')} AS group_ces ` +
-    `FROM survey_responses FINAL WHERE ${where} GROUP BY completion, end_reason, language, hf_support`;
+    `${source} GROUP BY completion, end_reason, language, hf_support`;
   const columns = [
     'sumMap(group_nps) AS nps_counts',
     'sumMap(group_csat) AS csat_counts',
@@ -163,10 +162,8 @@ function counts(found: Record<string, number | string> | undefined): Record<stri
   return out;
 }
 
-/** SEARCH /1.0/survey/<survey_ids>/response/summary */
-export async function summarize(client: ClickHouseClient, orgId: string, surveyIdsParam: string, body: unknown): Promise<Summary> {
-  const surveyIds = parseSurveyIds(surveyIdsParam);
-  const scope = scopeOf(orgId, surveyIds, parseOrThrow(queryScopeSchema, body ?? {}));
+/** SEARCH /1.0/survey/<survey_ids>/response/summary, for a parsed scope. */
+export async function summarize(client: ClickHouseClient, scope: Scope): Promise<Summary> {
   const [row] = await runDashboardQuery<SummaryRow>(client, compileSummary(scope), QUERY_SETTINGS);
   return shapeSummary(row);
 }

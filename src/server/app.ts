@@ -1,14 +1,14 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import { createServer, type Server } from 'node:http';
-import { migrationsApplied } from '../clickhouse/migrations.ts';
-import { createEventCommitter, eventRoutes } from '../events/routes.ts';
-import { releaseRoutes } from '../releases/routes.ts';
-import { responseRoutes } from '../responses/routes.ts';
+import { DomainError, parseOrThrow } from '../errors.ts';
+import { requireScope } from './auth.ts';
+import { jsonBody } from './body.ts';
 import type { AppDeps, AppState } from './context.ts';
-import { DomainError } from '../errors.ts';
 import { errorMiddleware } from './errors.ts';
-import { openApiDocument } from './openapi.ts';
+import { opsFeature } from './ops.ts';
+import { rateLimit } from './rate-limit.ts';
+import { isRouteAnswer, type Feature, type RateClass, type Route } from './route.ts';
 
 export interface App {
   server: Server;
@@ -17,30 +17,31 @@ export interface App {
   close(): Promise<void>;
 }
 
-export function createApp(deps: AppDeps): App {
+/**
+ * Builds the Koa app from the features' route tables (src/routes.ts composes them): every route
+ * gets, in order, auth (its scope), its rate-limit class, the body reader with its limit, then
+ * validation and its handler. server/ knows no feature; it only runs tables.
+ */
+export function createApp(deps: AppDeps, features: readonly Feature[]): App {
   const koa = new Koa<AppState>();
   // Behind a proxy, X-Forwarded-* are not trusted by default; nothing here depends on client IPs.
   const router = new Router<AppState>();
-  const committer = createEventCommitter(deps);
+  const all: Feature[] = [...features];
+  all.push(opsFeature(deps, () => routes));
+  const routes: Route[] = all.flatMap((f) => f.routes);
 
   koa.use(requestLog(deps));
   koa.use(errorMiddleware((e) => deps.log.error(e)));
 
-  router.get('/healthz', (ctx) => {
-    ctx.body = { status: 'ok' };
-  });
-  router.get('/readyz', async (ctx) => {
-    const engine = deps.db.isUp();
-    const migrations = engine && (await migrationsApplied(deps.db));
-    ctx.status = engine && migrations ? 200 : 503;
-    ctx.body = { status: ctx.status === 200 ? 'ready' : 'not_ready', engine, migrations, mode: deps.db.mode() };
-  });
-  router.get('/openapi.json', (ctx) => {
-    ctx.body = openApiDocument();
-  });
-  eventRoutes(router, deps, committer);
-  releaseRoutes(router, deps);
-  responseRoutes(router, deps);
+  const limiters = rateLimiters(deps);
+  for (const route of routes) {
+    const chain: Koa.Middleware<AppState>[] = [];
+    if (route.scope) chain.push(requireScope(route.scope, deps.db, deps.tokens) as Koa.Middleware<AppState>);
+    if (route.rateLimit) chain.push(limiters[route.rateLimit] as Koa.Middleware<AppState>);
+    if (route.body) chain.push(jsonBody(route.body.limitBytes) as Koa.Middleware<AppState>);
+    chain.push(runRoute(route));
+    for (const method of [route.method, ...(route.aliases ?? [])]) router.register(route.path, [method], chain as never);
+  }
 
   koa.use(router.routes());
   koa.use(methodNotAllowed(router));
@@ -65,7 +66,7 @@ export function createApp(deps: AppDeps): App {
     close: async () => {
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
-      await committer.drain();
+      await Promise.all(all.map((f) => f.drain?.()));
       // Requests still being answered finish; idle keep-alive sockets are closed.
       const force = setTimeout(() => server.closeAllConnections(), 10_000);
       await closed;
@@ -74,24 +75,50 @@ export function createApp(deps: AppDeps): App {
   };
 }
 
-/** One JSON line per request: method, route, status, duration, org. Never the token. */
-function requestLog(deps: AppDeps): Koa.Middleware<AppState> {
-  return async (ctx, next) => {
-    const start = process.hrtime.bigint();
-    try {
-      await next();
-    } finally {
-      const ms = Number(process.hrtime.bigint() - start) / 1e6;
-      deps.log.info({
-        msg: 'request',
-        method: ctx.method,
-        route: (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? null,
-        path: ctx.path,
-        status: ctx.status,
-        duration_ms: Math.round(ms * 100) / 100,
-        org: ctx.state.auth?.orgId ?? null,
-      });
+/** One limiter per class, shared by the routes of that class (survey reads share one budget). */
+function rateLimiters(deps: AppDeps): Record<RateClass, Koa.Middleware> {
+  const { rateLimits } = deps.config;
+  return {
+    event: rateLimit('event', rateLimits.eventsPerSecond),
+    release: rateLimit('release', rateLimits.releasesPerSecond),
+    'survey read': rateLimit('query', rateLimits.queriesPerSecond),
+    'survey write': rateLimit('survey write', rateLimits.queriesPerSecond),
+  } as Record<RateClass, Koa.Middleware>;
+}
+
+/** Validation, then the handler; its value becomes the answer. */
+function runRoute(route: Route): Koa.Middleware<AppState> {
+  return async (ctx) => {
+    let body: unknown;
+    if (route.body) {
+      let raw = ctx.state.body;
+      // No local keeps the raw body across the handler: an ingest request waits for its commit.
+      ctx.state.body = undefined;
+      if (raw === undefined && route.body.whenEmpty !== undefined) raw = route.body.whenEmpty;
+      body = route.body.parse ? route.body.parse(raw, ctx.state.auth) : parseOrThrow(route.body.schema, raw);
     }
+    const query = route.query ? parseOrThrow(route.query, { ...ctx.query }, 'Invalid query string') : ctx.query;
+    const aborted = new AbortController();
+    ctx.res.once('close', () => {
+      if (!ctx.res.writableFinished) aborted.abort();
+    });
+    const result = await route.handler({
+      auth: ctx.state.auth,
+      body,
+      query,
+      params: (ctx as unknown as { params?: Record<string, string> }).params ?? {},
+      headers: ctx.headers,
+      signal: aborted.signal,
+    });
+    if (isRouteAnswer(result)) {
+      const { status, body: out, headers } = result.answer;
+      ctx.status = status ?? route.success.status;
+      if (headers) ctx.set(headers);
+      if (out !== undefined) ctx.body = out;
+      return;
+    }
+    ctx.status = route.success.status;
+    ctx.body = result;
   };
 }
 
@@ -114,5 +141,26 @@ function methodNotAllowed(router: Router<AppState>): Koa.Middleware<AppState> {
       return;
     }
     throw new DomainError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}`, { headers: { Allow: allow } });
+  };
+}
+
+/** One JSON line per request: method, route, status, duration, org. Never the token. */
+function requestLog(deps: AppDeps): Koa.Middleware<AppState> {
+  return async (ctx, next) => {
+    const start = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      deps.log.info({
+        msg: 'request',
+        method: ctx.method,
+        route: (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? null,
+        path: ctx.path,
+        status: ctx.status,
+        duration_ms: Math.round(ms * 100) / 100,
+        org: ctx.state.auth?.orgId ?? null,
+      });
+    }
   };
 }

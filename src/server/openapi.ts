@@ -1,19 +1,22 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
-import { eventBatchSchema } from '../events/schema.ts';
-import { releaseBodySchema, releaseSchema } from '../releases/schema.ts';
-import { aggregationBodySchema } from '../responses/aggregation.ts';
-import { searchBodySchema, queryScopeSchema } from '../responses/filters.ts';
-import { responseBatchSchema } from '../responses/record.ts';
+import type { Route } from './route.ts';
 
 /**
- * OpenAPI 3.1 generated from the same valibot schemas that validate the requests, so the document
- * cannot drift from what the service accepts. Checks that JSON Schema cannot express (e.g.
- * cross-field rules) are described in the operation text.
+ * OpenAPI 3.1 built from the route table: the same valibot schemas that validate the requests
+ * describe them, so the document cannot drift from what the service accepts. Checks that JSON
+ * Schema cannot express (cross-field rules) are in the operation text.
+ *
+ * SEARCH has no field in OpenAPI 3.1: every SEARCH route is also served as POST on the same path
+ * (same scope, limits and answers), and the POST is the documented operation; its description
+ * says SEARCH is accepted too.
  */
-const schema = (s: v.GenericSchema) => toJsonSchema(s, { errorMode: 'ignore', typeMode: 'input', target: 'draft-2020-12' });
+const toSchema = (s: v.GenericSchema | Record<string, unknown>): Record<string, unknown> =>
+  isValibot(s) ? (toJsonSchema(s, { errorMode: 'ignore', typeMode: 'input', target: 'draft-2020-12' }) as Record<string, unknown>) : s;
 
-const errorBody = {
+const isValibot = (s: unknown): s is v.GenericSchema => typeof s === 'object' && s !== null && 'kind' in s && (s as { kind: unknown }).kind === 'schema';
+
+const ERROR_BODY = {
   type: 'object',
   required: ['error'],
   properties: {
@@ -24,106 +27,79 @@ const errorBody = {
         status: { type: 'integer' },
         code: { type: 'string' },
         message: { type: 'string' },
-        issues: { type: 'array', items: { type: 'object', properties: { path: { type: 'string' }, message: { type: 'string' } } } },
+        issues: { type: 'array', items: { type: 'object', required: ['path', 'message'], properties: { path: { type: 'string' }, message: { type: 'string' } } } },
       },
     },
   },
 };
 
-const errors = (...codes: number[]) =>
-  Object.fromEntries(codes.map((c) => [String(c), { description: ERROR_TEXT[c], content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }]));
-
-const ERROR_TEXT: Record<number, string> = {
-  400: 'Invalid JSON or invalid fields; `issues` names each bad field',
+export const ERROR_TEXT: Record<number, string> = {
+  400: 'Invalid JSON or invalid fields (`issues` names each bad field), or a query too expensive (`query_too_expensive`)',
   401: 'Missing, malformed, unknown or revoked token',
   403: 'The token lacks the scope of this endpoint',
+  404: 'Not found',
+  405: 'Method not allowed on this path (see Allow)',
+  409: 'Conflict with stored state',
   413: 'Body over the limit (after decompression)',
   415: 'Body is not JSON, or an encoding other than gzip',
   429: 'Over the rate limit; see Retry-After and RateLimit-* headers',
-  503: 'Storage unavailable, ingest queue full, or a query timed out; see Retry-After',
+  431: 'Request headers too large',
+  503: 'Storage unavailable, ingest queue full, shutting down, or a query timed out; see Retry-After',
 };
 
-const json = (s: unknown) => ({ content: { 'application/json': { schema: s } } });
-const surveyIds = { name: 'survey_ids', in: 'path', required: true, description: 'Comma-separated survey UUIDs, or `*` for all surveys of the organization', schema: { type: 'string' } };
+const openApiPath = (koaPath: string) => koaPath.replace(/:(\w+)/g, '{$1}');
 
-let cached: object | undefined;
-
-export function openApiDocument(): object {
-  cached ??= {
+export function openApiDocument(routes: readonly Route[]): object {
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const route of routes) {
+    const methods = [route.method, ...(route.aliases ?? [])].filter((m) => m !== 'SEARCH');
+    const searchToo = route.method === 'SEARCH' || route.aliases?.includes('SEARCH');
+    for (const method of methods) {
+      const op: Record<string, unknown> = {
+        operationId: route.operationId,
+        summary: route.summary,
+        description: [route.description, searchToo ? 'Also served with the HTTP method SEARCH on the same path (same scope, limits and answers).' : undefined].filter(Boolean).join('\n\n') || undefined,
+        tags: [route.tag],
+        responses: {
+          [route.success.status]: {
+            description: route.success.description,
+            ...(route.success.schema ? { content: { [route.success.contentType ?? 'application/json']: { schema: toSchema(route.success.schema), ...(route.success.example !== undefined ? { example: route.success.example } : {}) } } } : {}),
+          },
+          ...Object.fromEntries(route.errors.map((c) => [String(c), { $ref: `#/components/responses/E${c}` }])),
+        },
+      };
+      if (route.scope === null) op.security = [];
+      else op['x-scope'] = route.scope;
+      const parameters = Object.entries(route.params ?? {}).map(([name, p]) => ({ name, in: 'path', required: true, description: p.description, schema: p.schema, ...(p.example !== undefined ? { example: p.example } : {}) }));
+      const query = route.query ? (toSchema(route.query) as { properties?: Record<string, unknown>; required?: string[] }) : undefined;
+      for (const [name, schema] of Object.entries(query?.properties ?? {})) {
+        parameters.push({ name, in: 'query', required: query?.required?.includes(name) ?? false, schema } as never);
+      }
+      if (parameters.length) op.parameters = parameters;
+      if (route.body) {
+        op.requestBody = {
+          required: route.body.whenEmpty === undefined,
+          content: { 'application/json': { schema: toSchema(route.body.schema), ...(route.body.example !== undefined ? { example: route.body.example } : {}) } },
+        };
+      }
+      (paths[openApiPath(route.path)] ??= {})[method.toLowerCase()] = op;
+    }
+  }
+  const codes = [...new Set(routes.flatMap((r) => r.errors))].sort();
+  return {
     openapi: '3.1.0',
-    info: { title: 'tallyhouse', version: '1.0', description:
-        'Event ingestion, releases and survey-response analytics. Every request carries `Authorization: Bearer <token>`. ' +
-        'The survey query endpoints use the HTTP method SEARCH, which OpenAPI 3.1 has no field for: they are described under the `x-search` key of their path.',
+    info: {
+      title: 'tallyhouse',
+      version: '1.0',
+      description: 'Event ingestion, releases and survey-response analytics. Every request carries `Authorization: Bearer <token>`; errors share one body (`Error`).',
     },
+    servers: [{ url: '/', description: 'This service' }],
     components: {
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-      schemas: { Error: errorBody, Release: schema(releaseSchema) },
+      schemas: { Error: ERROR_BODY },
+      responses: Object.fromEntries(codes.map((c) => [`E${c}`, { description: ERROR_TEXT[c] ?? 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }])),
     },
     security: [{ bearer: [] }],
-    paths: {
-      '/1.0/event': {
-        post: {
-          summary: 'Send 1..100 events (scope `events`); 200 only after they are committed',
-          requestBody: { required: true, ...json(schema(eventBatchSchema)) },
-          responses: {
-            200: { description: 'Committed', ...json({ type: 'object', properties: { count: { type: 'integer' }, lag: { type: ['number', 'null'] } } }) },
-            ...errors(400, 401, 403, 413, 415, 429, 503),
-          },
-        },
-      },
-      '/1.0/release': {
-        post: {
-          summary: 'Create a release (scope `releases`)',
-          requestBody: { required: true, ...json(schema(releaseBodySchema)) },
-          responses: { 201: { description: 'The stored release', ...json({ $ref: '#/components/schemas/Release' }) }, ...errors(400, 401, 403, 413, 415, 429, 503) },
-        },
-        get: {
-          summary: 'List releases, newest released_at first (scope `releases`)',
-          parameters: [
-            { name: 'from', in: 'query', schema: { type: 'string', format: 'date-time' } },
-            { name: 'to', in: 'query', schema: { type: 'string', format: 'date-time' } },
-            { name: 'limit', in: 'query', schema: { type: 'integer', minimum: 1, maximum: 1000, default: 100 } },
-          ],
-          responses: {
-            200: { description: 'Releases', ...json({ type: 'object', properties: { releases: { type: 'array', items: { $ref: '#/components/schemas/Release' } } } }) },
-            ...errors(400, 401, 403, 429, 503),
-          },
-        },
-      },
-      '/1.0/survey/response': {
-        post: {
-          summary: 'Upsert 1..1000 survey responses by id; the latest updated_at wins (scope `responses:write`)',
-          requestBody: { required: true, ...json(schema(responseBatchSchema)) },
-          responses: { 200: { description: 'Stored', ...json({ type: 'object', properties: { count: { type: 'integer' } } }) }, ...errors(400, 401, 403, 413, 415, 429, 503) },
-        },
-      },
-      '/1.0/survey/{survey_ids}/response': {
-        'x-search': {
-          summary: 'Search responses, newest created_at first (scope `responses:read`)',
-          parameters: [surveyIds],
-          requestBody: json(schema(searchBodySchema)),
-          responses: { 200: { description: '`{took, hits: {total: {value}, responses}}`' }, ...errors(400, 401, 403, 413, 415, 429, 503) },
-        },
-      },
-      '/1.0/survey/{survey_ids}/response/summary': {
-        'x-search': {
-          summary: 'NPS / CSAT / CES, completion, end reasons, languages and supports (scope `responses:read`)',
-          parameters: [surveyIds],
-          requestBody: json(schema(queryScopeSchema)),
-          responses: { 200: { description: 'The summary object' }, ...errors(400, 401, 403, 413, 415, 429, 503) },
-        },
-      },
-      '/1.0/survey/{survey_ids}/response/aggregation': {
-        'x-search': {
-          summary: 'Counts grouped by ordered group_by rules, with dense date histograms (scope `responses:read`)',
-          parameters: [surveyIds],
-          requestBody: json(schema(aggregationBodySchema)),
-          responses: { 200: { description: '`{took, hits: {total: {value}}, aggregations}`' }, ...errors(400, 401, 403, 413, 415, 429, 503) },
-        },
-      },
-      '/healthz': { get: { summary: 'Process up', security: [], responses: { 200: { description: 'ok' } } } },
-      '/readyz': { get: { summary: 'Engine reachable and migrations applied', security: [], responses: { 200: { description: 'ready' }, 503: { description: 'not ready' } } } },
-    },
+    paths,
   };
-  return cached;
 }

@@ -7,6 +7,7 @@ import { migrate } from '../../src/clickhouse/migrations.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { createApp, type App } from '../../src/server/app.ts';
+import { features } from '../../src/routes.ts';
 import { TokenCache } from '../../src/tokens/cache.ts';
 import { mintToken } from '../../src/tokens/tokens.ts';
 import { request } from './harness.ts';
@@ -26,7 +27,8 @@ describe('embedded engine supervision', function () {
     const log = createLogger('silent');
     db = await connectDatabase(config, log, { supervise: true });
     await migrate(db);
-    app = createApp({ config, db, log, tokens: new TokenCache() });
+    const deps = { config, db, log, tokens: new TokenCache() };
+    app = createApp(deps, features(deps));
     url = `http://127.0.0.1:${await app.listen(0, '127.0.0.1')}`;
     token = (await mintToken(db.client(), '22222222-3333-4444-8555-666666666666', ['events'])).token;
   });

@@ -5,6 +5,7 @@ import { migrate } from '../../src/clickhouse/migrations.ts';
 import type { Config } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { createApp } from '../../src/server/app.ts';
+import { features } from '../../src/routes.ts';
 import { TokenCache } from '../../src/tokens/cache.ts';
 import { mintToken, type Scope } from '../../src/tokens/tokens.ts';
 import { ensureSharedEngine, testConfig } from './shared-engine.ts';
@@ -67,7 +68,8 @@ export async function startTestService(env: Record<string, string> = {}): Promis
   const config = testConfig(env);
   const db = await connectDatabase(config, quiet, { supervise: false });
   await migrate(db);
-  const app = createApp({ config, db, log: createLogger(config.logLevel), tokens: new TokenCache() });
+  const deps = { config, db, log: createLogger(config.logLevel), tokens: new TokenCache() };
+  const app = createApp(deps, features(deps));
   const port = await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
   const orgId = randomUUID();

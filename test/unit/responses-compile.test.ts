@@ -5,7 +5,7 @@ import { ParamBag } from '../../src/clickhouse/sql.ts';
 import { DomainError, parseOrThrow } from '../../src/errors.ts';
 import { compileScope, compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts } from '../../src/responses/compile.ts';
 import {
-  HIDDEN_FIELD_OPERATORS, OPERATORS, RESPONSE_KEY_OPERATORS, parseSurveyIds, queryScopeSchema, searchBodySchema,
+  HIDDEN_FIELD_OPERATORS, OPERATORS, RESPONSE_KEY_OPERATORS, parseSurveyIds, queryScopeEntries, queryScopeSchema, searchBodySchema,
   type FilterNode, type Operator,
 } from '../../src/responses/filters.ts';
 
@@ -330,7 +330,7 @@ describe('responses: filter compiler', () => {
         .to.deep.equal({ field: 'created_at', start: '2024-01-01 00:00:00.500000', end: '2024-01-31 23:59:59.999999' });
     });
     it('extends for summary/aggregation', () => {
-      const agg = v.object({ ...queryScopeSchema.entries, group_by: v.array(v.object({ field: v.string() })) });
+      const agg = v.object({ ...queryScopeEntries, group_by: v.array(v.object({ field: v.string() })) });
       expect(v.parse(agg, { group_by: [{ field: 'completion' }] }).filters_bool).to.equal('AND');
     });
   });

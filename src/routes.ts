@@ -1,0 +1,13 @@
+/**
+ * The composition root of the HTTP API: every feature's route table. server/ runs these tables
+ * and imports no feature; main.ts and the tests hand them to createApp.
+ */
+import { eventsFeature } from './events/routes.ts';
+import { releasesFeature } from './releases/routes.ts';
+import { responsesFeature } from './responses/routes.ts';
+import type { AppDeps } from './server/context.ts';
+import type { Feature } from './server/route.ts';
+
+export function features(deps: AppDeps): Feature[] {
+  return [eventsFeature(deps), releasesFeature(deps), responsesFeature(deps)];
+}

@@ -1,0 +1,61 @@
+import { migrationsApplied } from '../clickhouse/migrations.ts';
+import type { AppDeps } from './context.ts';
+import { openApiDocument } from './openapi.ts';
+import { defineRoute, answer, type Feature, type Route } from './route.ts';
+
+/** Health, readiness and the API description: public routes every app has. */
+export function opsFeature(deps: AppDeps, allRoutes: () => readonly Route[]): Feature {
+  return {
+    routes: [
+      defineRoute({
+        operationId: 'getHealth',
+        method: 'GET',
+        path: '/healthz',
+        tag: 'operations',
+        summary: 'The process is up',
+        scope: null,
+        success: { status: 200, description: 'Up', schema: { type: 'object', properties: { status: { const: 'ok' } }, required: ['status'] }, example: { status: 'ok' } },
+        errors: [],
+        handler: () => ({ status: 'ok' }),
+      }),
+      defineRoute({
+        operationId: 'getReadiness',
+        method: 'GET',
+        path: '/readyz',
+        tag: 'operations',
+        summary: 'The engine is reachable and every migration is applied (503 otherwise)',
+        scope: null,
+        success: { status: 200, description: 'Ready', schema: READY_SCHEMA, example: { status: 'ready', engine: true, migrations: true, mode: 'embedded-owned' } },
+        errors: [503],
+        handler: async () => {
+          const engine = deps.db.isUp();
+          const migrations = engine && (await migrationsApplied(deps.db));
+          const ready = engine && migrations;
+          return answer({ status: ready ? 200 : 503, body: { status: ready ? 'ready' : 'not_ready', engine, migrations, mode: deps.db.mode() } });
+        },
+      }),
+      defineRoute({
+        operationId: 'getOpenApiDocument',
+        method: 'GET',
+        path: '/openapi.json',
+        tag: 'operations',
+        summary: 'This OpenAPI document',
+        scope: null,
+        success: { status: 200, description: 'OpenAPI 3.1 document', schema: { type: 'object' } },
+        errors: [],
+        handler: () => openApiDocument(allRoutes()),
+      }),
+    ],
+  };
+}
+
+const READY_SCHEMA = {
+  type: 'object',
+  required: ['status', 'engine', 'migrations', 'mode'],
+  properties: {
+    status: { enum: ['ready', 'not_ready'] },
+    engine: { type: 'boolean' },
+    migrations: { type: 'boolean' },
+    mode: { type: 'string' },
+  },
+};

@@ -1,0 +1,106 @@
+/**
+ * The route table: every endpoint is one plain object (method, path, scope, rate-limit class,
+ * request and response schemas, handler) that a feature exports. The same objects drive the
+ * router (server/app.ts) and the OpenAPI document (server/openapi.ts), so the two cannot drift,
+ * and server/ never imports a feature: the composition root (src/routes.ts) hands it the tables.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import type * as v from 'valibot';
+import type { Scope, TokenIdentity } from '../tokens/tokens.ts';
+
+/** Requests of one class share one per-token budget (config.rateLimits). */
+export type RateClass = 'event' | 'release' | 'survey read' | 'survey write';
+
+export type HttpMethod = 'GET' | 'POST' | 'SEARCH' | 'DELETE' | 'PUT' | 'PATCH';
+
+export interface RouteInput<Body = unknown, Query = unknown> {
+  /** The token's identity; present on every route with a scope. */
+  auth: TokenIdentity;
+  /** The body as the route's `body.parse` (or its schema) returned it. */
+  body: Body;
+  query: Query;
+  /** Path parameters, decoded. */
+  params: Record<string, string>;
+  headers: IncomingHttpHeaders;
+  /** Aborted when the client goes away before the answer is sent. */
+  signal: AbortSignal;
+}
+
+/** What a handler returns: a body (status = `success.status`), or a full answer. */
+export interface RouteAnswer {
+  status?: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface BodySpec<Body> {
+  /** The valibot schema: validates, types the handler, feeds OpenAPI. */
+  schema: v.GenericSchema;
+  /** Custom parsing (richer messages than the schema's), defaults to parseOrThrow(schema). */
+  parse?: (raw: unknown, auth: TokenIdentity) => Body;
+  /** Limit after decompression, bytes. */
+  limitBytes: number;
+  /** A missing body reads as this value (survey reads: `{}`); without it, a missing body is a 400. */
+  whenEmpty?: unknown;
+  example?: unknown;
+}
+
+export interface ResponseSpec {
+  description: string;
+  /** A valibot schema, or a JSON Schema object. */
+  schema?: v.GenericSchema | Record<string, unknown>;
+  example?: unknown;
+  headers?: Record<string, { description: string; schema: Record<string, unknown> }>;
+}
+
+export interface ParamSpec {
+  description: string;
+  schema: Record<string, unknown>;
+  example?: unknown;
+}
+
+export interface Route<Body = any, Query = any> {
+  /** Unique, stable, camelCase: the name generated clients give the call. */
+  operationId: string;
+  method: HttpMethod;
+  /** Also served with these methods, same everything (SEARCH endpoints are also POST). */
+  aliases?: readonly HttpMethod[];
+  /** Koa path syntax (`/1.0/survey/:survey_ids/response`). */
+  path: string;
+  summary: string;
+  description?: string;
+  tag: string;
+  /** null: public (health, docs). */
+  scope: Scope | null;
+  rateLimit?: RateClass;
+  body?: BodySpec<Body>;
+  /** Query-string schema (values arrive as strings). */
+  query?: v.GenericSchema;
+  params?: Record<string, ParamSpec>;
+  success: ResponseSpec & { status: number; contentType?: string };
+  /** Error statuses this route can answer (documented; the error body is the same for all). */
+  errors: readonly number[];
+  handler(input: RouteInput<Body, Query>): Promise<unknown> | unknown;
+}
+
+/** A feature's contribution to the app: its routes and what must finish before the process exits. */
+export interface Feature {
+  routes: readonly Route[];
+  /** Graceful shutdown: commit what is queued (the ingest group committer). */
+  drain?(): Promise<void>;
+}
+
+/** Typed identity helper: `defineRoute<Body, Query>({...})` checks the handler against its input. */
+export function defineRoute<Body = unknown, Query = unknown>(route: Route<Body, Query>): Route<Body, Query> {
+  return route;
+}
+
+/** Wraps a handler's return value as a full answer. */
+export function isRouteAnswer(x: unknown): x is { answer: RouteAnswer } {
+  return typeof x === 'object' && x !== null && 'answer' in x && Object.keys(x).length === 1;
+}
+
+/** A handler that needs a status or headers returns `answer({ status, body, headers })`. */
+export function answer(a: RouteAnswer): { answer: RouteAnswer } {
+  return { answer: a };
+}
