@@ -20,7 +20,7 @@ import { aggregationBodySchema, runAggregation } from '../../src/responses/aggre
 import { QUERY_SETTINGS, scopeOf, type Scope } from '../../src/responses/compile.ts';
 import { queryScopeSchema, searchBodySchema, parseSurveyIds, type QueryScopeBody } from '../../src/responses/filters.ts';
 import type { GroupByRule } from '../../src/responses/group-by.ts';
-import { MICROS_PER_DAY, formatMicros, parseInstantMicros } from '../../src/responses/histogram.ts';
+import { MICROS_PER_DAY, formatMicros, parseInstantMicros } from '../../src/query/histogram.ts';
 import { runSearch } from '../../src/responses/search.ts';
 import { compileSummary } from '../../src/responses/summary.ts';
 import * as v from 'valibot';

@@ -8,7 +8,7 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
 import { scalarAsNumber, type FilterNode, type QueryScopeBody, type Scalar } from './filters.ts';
-import { formatDbMicros, parseInstantMicros } from './histogram.ts';
+import { formatDbMicros, parseInstantMicros } from '../query/histogram.ts';
 
 /**
  * Resource limits for every survey-response query (pass as `clickhouse_settings`). Over a limit

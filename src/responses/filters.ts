@@ -31,19 +31,15 @@
 import * as v from 'valibot';
 import { invalid } from '../errors.ts';
 import { ignored, jsonObject } from '../validation.ts';
-import { formatDb, parseIsoMicros, compareMicros } from './timestamps.ts';
+import { formatDb, parseIsoMicros, compareMicros } from '../query/timestamps.ts';
+import { EQ_IN, NEGATIVE, OPERATORS, type Operator, type Positive } from '../query/operators.ts';
 
-export const OPERATORS = [
-  'eq', 'neq', 'in', 'not_in', 'not_null', 'null', 'contains', 'not_contains', 'before', 'after', 'lt', 'gt',
-] as const;
-export type Operator = (typeof OPERATORS)[number];
+export { OPERATORS, type Operator } from '../query/operators.ts';
 
 export const COMPLETION_VALUES = ['not_started', 'partially_completed', 'fully_completed'] as const;
 export type Completion = (typeof COMPLETION_VALUES)[number];
 
-const EQ_IN = ['eq', 'neq', 'in', 'not_in'] as const;
 type EqIn = (typeof EQ_IN)[number];
-type Positive<O extends Operator> = Exclude<O, 'neq' | 'not_in' | 'not_null' | 'not_contains'>;
 
 /** The allow-list: key -> operators it accepts. Keys here are the `response` filter keys. */
 export const RESPONSE_KEY_OPERATORS = {
@@ -101,7 +97,6 @@ export const MAX_SIZE = 1000;
 
 const UUID = /^[\da-f]{8}(?:-[\da-f]{4}){3}-[\da-f]{12}$/i;
 
-const NEGATIVE: Partial<Record<Operator, Operator>> = { neq: 'eq', not_in: 'in', not_null: 'null', not_contains: 'contains' };
 
 interface RawFilter {
   type: 'response' | 'response.hidden_field';

@@ -8,7 +8,9 @@
  */
 import * as v from 'valibot';
 import type { ParamBag } from '../clickhouse/sql.ts';
-import { MICROS_PER_DAY, MICROS_PER_HOUR, MIN_INTERVALS, formatDbMicros, type HistogramPlan, type MinInterval } from './histogram.ts';
+import { MIN_INTERVALS, type HistogramPlan, type MinInterval } from '../query/histogram.ts';
+import { bucketIndexSql } from '../query/histogram-sql.ts';
+import { eachDistinctOrNull } from '../query/multi-valued.ts';
 
 export const MAX_GROUP_BY_LEVELS = 3;
 export const MAX_HISTOGRAM_BUCKETS = 100;
@@ -120,30 +122,6 @@ export function levelKeySql(rule: GroupByRule, plan: HistogramPlan | undefined, 
 }
 
 /**
- * One row per distinct value (a multi-valued response counts once in each of its values), or one
- * NULL row when there is none, so that the response is not lost from its parent buckets.
- * The joined tuple is (value, its 1-based position, level) under the alias `level<N>_j`:
- * - the position lets the parent levels count each response once without uniqExact(id) (see
- *   isFirstOfLevelSql and aggregation.ts);
- * - the level number keeps the arrayJoin distinct: the engine merges identical arrayJoin
- *   expressions into one (zipping instead of multiplying), which would break the same rule given
- *   twice (a co-occurrence matrix of one question's answers).
- */
-function eachDistinctOrNull(valuesSql: string, alias: string, level: number): string {
-  const values = `if(empty(arrayDistinct(${valuesSql}) AS ${alias}_values), [NULL], CAST(${alias}_values, 'Array(Nullable(String))')) AS ${alias}_list`;
-  return `tupleElement(arrayJoin(arrayMap((v, i) -> (v, i, ${level}), ${values}, arrayEnumerate(${alias}_list))) AS ${alias}_j, 1)`;
-}
-
-/**
- * True on the row of the FIRST value of a multi-valued level (levelKeySql of that level must be in
- * the query). A response yields, for one parent bucket, the product of its deeper levels' value
- * lists; exactly one of those rows has the first value at every deeper multi-valued level.
- */
-export function isFirstOfLevelSql(level: number): string {
-  return `tupleElement(level${level}_j, 2) = 1`;
-}
-
-/**
  * The same values read from `hf_pairs` (schema/004: `key NUL tag text`), given the placeholder of
  * `key NUL`: the entries starting with it, without it and the one-letter type tag. Reads one
  * LowCardinality array instead of five arrays (the string one holding every user agent). Keys
@@ -160,23 +138,4 @@ export function hiddenFieldPairValuesSql(prefixPlaceholder: string): string {
  */
 export function hiddenFieldValuesSql(keyPlaceholder: string): string {
   return `arrayFilter((v, k) -> k = ${keyPlaceholder}, arrayMap((t, s, b, n) -> multiIf(t = 0, s, t = 1, if(b, 'true', 'false'), toString(n)), hf_types, hf_strings, hf_bools, hf_numbers), hf_keys)`;
-}
-
-/**
- * The 0-based bucket of the column in the plan's series, NULL outside it (or when the column is
- * NULL). Same arithmetic as `bucketIndex` in histogram.ts: fixed steps for hour/day; for months the
- * whole-month distance, one step back when the clamped bucket start (addMonths clamps the day
- * like histogram.ts does) is later than the value.
- */
-function bucketIndexSql(column: string, plan: HistogramPlan, bag: ParamBag, alias: string): string {
-  const start = bag.add(formatDbMicros(plan.start), "DateTime64(6, 'UTC')");
-  const boundary = bag.add(formatDbMicros(plan.boundary), "DateTime64(6, 'UTC')");
-  const inSeries = `${column} >= ${start} AND ${column} < ${boundary}`;
-  if (plan.unit === 'month') {
-    const k = bag.add(plan.k, 'UInt32');
-    const steps = `intDiv(toRelativeMonthNum(${column}) - toRelativeMonthNum(${start}), ${k}) AS ${alias}_steps`;
-    return `if(${inSeries}, (${steps}) - (${column} < addMonths(${start}, ${alias}_steps * ${k})), NULL)`;
-  }
-  const step = bag.add((BigInt(plan.k) * (plan.unit === 'hour' ? MICROS_PER_HOUR : MICROS_PER_DAY)).toString(), 'Int64');
-  return `if(${inSeries}, intDiv(toUnixTimestamp64Micro(${column}) - toUnixTimestamp64Micro(${start}), ${step}), NULL)`;
 }

@@ -15,7 +15,7 @@
  */
 import * as v from 'valibot';
 import { invalid, toIssues, type Issue } from '../errors.ts';
-import { formatApi, parseIsoMicros } from './timestamps.ts';
+import { formatApi, parseIsoMicros } from '../query/timestamps.ts';
 import { COMPLETION_VALUES, scalarAsNumber } from './filters.ts';
 
 export const MAX_BATCH = 1000;

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { ParamBag } from '../../src/clickhouse/sql.ts';
 import { levelKeySql } from '../../src/responses/group-by.ts';
-import { bucketIndex, formatDbMicros, formatMicros, parseInstantMicros, planHistogram, truncateTo, type HistogramPlan, type MinInterval } from '../../src/responses/histogram.ts';
+import { bucketIndex, formatDbMicros, formatMicros, parseInstantMicros, planHistogram, truncateTo, type HistogramPlan, type MinInterval } from '../../src/query/histogram.ts';
 import { startTestService, type TestService } from './harness.ts';
 import { isoMicros, rng } from './random.ts';
 

@@ -14,7 +14,7 @@ import {
 } from '../../src/responses/aggregation.ts';
 import type { Scope } from '../../src/responses/compile.ts';
 import type { GroupByRule } from '../../src/responses/group-by.ts';
-import { parseInstantMicros, planHistogram } from '../../src/responses/histogram.ts';
+import { parseInstantMicros, planHistogram } from '../../src/query/histogram.ts';
 import { DomainError, parseOrThrow } from '../../src/errors.ts';
 
 const ORG = '11111111-1111-4111-8111-111111111111';

@@ -8,7 +8,7 @@ import {
   planHistogram,
   truncateTo,
   type MinInterval,
-} from '../../src/responses/histogram.ts';
+} from '../../src/query/histogram.ts';
 
 const t = (iso: string): bigint => {
   const v = parseInstantMicros(iso);

@@ -1,0 +1,26 @@
+/**
+ * The engine side of the dense histograms of histogram.ts: the bucket index of a timestamp column
+ * in a planned series, computed in SQL with the same arithmetic as `bucketIndex`.
+ */
+import type { ParamBag } from '../clickhouse/sql.ts';
+import { MICROS_PER_DAY, MICROS_PER_HOUR, formatDbMicros, type HistogramPlan } from './histogram.ts';
+
+/**
+ * The 0-based bucket of the column in the plan's series, NULL outside it (or when the column is
+ * NULL). Same arithmetic as `bucketIndex` in histogram.ts: fixed steps for hour/day; for months the
+ * whole-month distance, one step back when the clamped bucket start (addMonths clamps the day
+ * like histogram.ts does) is later than the value. `column` is a column name or expression from
+ * code; `alias` names a sub-expression (unique per query level, made of code only).
+ */
+export function bucketIndexSql(column: string, plan: HistogramPlan, bag: ParamBag, alias: string): string {
+  const start = bag.add(formatDbMicros(plan.start), "DateTime64(6, 'UTC')");
+  const boundary = bag.add(formatDbMicros(plan.boundary), "DateTime64(6, 'UTC')");
+  const inSeries = `${column} >= ${start} AND ${column} < ${boundary}`;
+  if (plan.unit === 'month') {
+    const k = bag.add(plan.k, 'UInt32');
+    const steps = `intDiv(toRelativeMonthNum(${column}) - toRelativeMonthNum(${start}), ${k}) AS ${alias}_steps`;
+    return `if(${inSeries}, (${steps}) - (${column} < addMonths(${start}, ${alias}_steps * ${k})), NULL)`;
+  }
+  const step = bag.add((BigInt(plan.k) * (plan.unit === 'hour' ? MICROS_PER_HOUR : MICROS_PER_DAY)).toString(), 'Int64');
+  return `if(${inSeries}, intDiv(toUnixTimestamp64Micro(${column}) - toUnixTimestamp64Micro(${start}), ${step}), NULL)`;
+}

@@ -1,0 +1,86 @@
+/**
+ * The grouped query shared by the aggregations (survey responses, events): group by 1..3 key
+ * expressions WITH ROLLUP, so every parent bucket gets its own exact count (a record counts once in
+ * a parent bucket even when it sits in several child buckets), then rank the buckets inside each
+ * parent and keep the `limit` largest per level; buckets under a dropped parent are not returned.
+ *
+ * Rows: depth d (0 = everything in scope), k1..kd the bucket keys down to that level (keys of
+ * deeper levels are rolled up), `doc_count`, `other_doc_count` (the summed doc_count of the
+ * siblings beyond the limit), and any extra metric columns. A key that is NULL is "no value at this
+ * level": the record counts in its parent buckets but in no bucket of this level.
+ */
+import { isFirstOfLevelSql } from './multi-valued.ts';
+
+export interface RollupSpec {
+  /** `FROM ... WHERE ...`: the scoped source (its placeholders are in the same ParamBag). */
+  source: string;
+  /** One key expression per level (from code; values as placeholders). */
+  keys: readonly string[];
+  /** The doc_count expression (docCountSql). */
+  count: string;
+  /** Extra metrics: name -> aggregate expression, e.g. { unique_users: 'uniqExact(user_id)' }. */
+  metrics?: Readonly<Record<string, string>>;
+  /** The placeholder of the per-parent bucket limit. */
+  limit: string;
+}
+
+export function compileRankedRollup(spec: RollupSpec): string {
+  const { source, keys, count, limit } = spec;
+  const metricNames = Object.keys(spec.metrics ?? {});
+  const metricColumns = metricNames.map((m) => `, ${spec.metrics![m]} AS ${m}`).join('');
+  const metricPass = metricNames.map((m) => `, ${m}`).join('');
+  const n = keys.length;
+  const ks = keys.map((_, i) => `k${i + 1}`);
+  const keyColumns = keys.map((key, i) => `${key} AS k${i + 1}`);
+
+  // A row's own key and its parent keys; keys of deeper levels are rolled up (defaults) at that depth.
+  const ownKey = n === 1 ? 'toString(k1)' : `multiIf(${ks.slice(0, -1).map((k, i) => `depth = ${i + 1}, toString(${k})`).join(', ')}, toString(${ks[n - 1]}))`;
+  const parentKeys = ks.slice(0, -1).map((k, i) => `if(depth >= ${i + 2}, ${k}, NULL)`);
+  const siblings = `PARTITION BY ${['depth', ...parentKeys].join(', ')}`;
+  // Rank of the ancestor at depth a, read from that ancestor's row (same keys k1..ka).
+  const ancestorRanks = ks.slice(0, -1).map((_, i) => {
+    const a = i + 1;
+    const prefix = ks.slice(0, a).map((k) => `if(depth >= ${a}, ${k}, NULL)`).join(', ');
+    return `max(if(depth = ${a}, r, 0)) OVER (PARTITION BY ${prefix}) AS r${a}`;
+  });
+  const noMissing = ks.map((k, i) => `(depth < ${i + 1} OR ${k} IS NOT NULL)`).join(' AND ');
+  const keptAncestors = ks.slice(0, -1).map((_, i) => `(depth < ${i + 2} OR r${i + 1} <= ${limit})`);
+
+  const grouped =
+    `SELECT ${keyColumns.join(', ')}, ${n} - bitCount(grouping(${ks.join(', ')})) AS depth, ${count} AS doc_count${metricColumns} ` +
+    `${source} GROUP BY ROLLUP(${ks.join(', ')})`;
+  const ranked =
+    `SELECT ${ks.join(', ')}, depth, doc_count${metricPass}, row_number() OVER (${siblings} ORDER BY doc_count DESC, ${ownKey} ASC) AS r ` +
+    `FROM (${grouped}) WHERE ${noMissing}`;
+  const withContext =
+    `SELECT ${ks.join(', ')}, depth, doc_count${metricPass}, r, sum(if(r > ${limit}, doc_count, 0)) OVER (${siblings}) AS other_doc_count` +
+    `${ancestorRanks.map((x) => `, ${x}`).join('')} FROM (${ranked})`;
+  return (
+    `SELECT depth, ${ks.join(', ')}, doc_count, other_doc_count${metricPass} FROM (${withContext}) ` +
+    `WHERE ${[`r <= ${limit}`, ...keptAncestors].join(' AND ')} ORDER BY depth`
+  );
+}
+
+/**
+ * count() is exact when each record is one row. A multi-valued level (arrayJoin, multi-valued.ts)
+ * repeats the record, once per value of that level times the values of the other multi-valued
+ * levels; then a bucket at depth d counts only the rows holding the first value of every deeper
+ * multi-valued level (isFirstOfLevelSql): exactly one row per record in that bucket. This replaced
+ * uniqExact(id), which kept a hash set of every id in scope: the survey answer aggregation over
+ * 3.3M responses took 562 ms (1.1 s CPU, 516 MiB) with it, 260 ms (520 ms CPU, 12 MiB) without.
+ * `multiValued[i]` says whether level i + 1 is multi-valued.
+ */
+export function docCountSql(multiValued: readonly boolean[]): string {
+  const perDepth = multiValued.map((_, d) => {
+    const deeper = multiValued.flatMap((multi, i) => (i + 1 > d && multi ? [isFirstOfLevelSql(i + 1)] : []));
+    return deeper.length ? `countIf(${deeper.join(' AND ')})` : 'count()';
+  });
+  if (perDepth.every((c) => c === 'count()')) return 'count()';
+  // depth n (the leaves) is count(): every row is one record in one leaf bucket.
+  return `multiIf(${perDepth.map((c, d) => `depth = ${d}, ${c}`).join(', ')}, count())`;
+}
+
+/** The engine's String order (bytes), which decided which buckets made the first `limit`. */
+export function byteOrder(a: string, b: string): number {
+  return Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8'));
+}
