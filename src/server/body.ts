@@ -1,7 +1,10 @@
 import type { Middleware } from 'koa';
-import { createGunzip } from 'node:zlib';
+import { channel } from 'node:diagnostics_channel';
+import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
-import { DomainError, invalidJson, type Issue } from '../errors.ts';
+import inflate from 'inflation';
+import getRawBody from 'raw-body';
+import { DomainError, invalid, invalidJson, type Issue } from '../errors.ts';
 
 export interface BodyState {
   body: unknown;
@@ -10,9 +13,18 @@ export interface BodyState {
 const isJsonType = (type: string) => /^application\/([\w.+-]+\+)?json$/i.test(type);
 
 /**
- * Reads a JSON request body into ctx.state.body. The limit applies to the bytes after gzip
- * decompression (a small gzip body cannot expand past it), counted while streaming so that an
- * oversized body is cut off early: 413. Not JSON: 415. Unparsable: 400. Empty: undefined.
+ * Reads a JSON request body into ctx.state.body (undefined for an empty or blank one).
+ *
+ * `limitBytes` bounds the body after gzip decompression; the bytes on the wire are bounded too
+ * (compressedLimit): a gzip header may carry a file name or extra field of any length that
+ * inflates to nothing. Both are counted while streaming. At a limit the inflater is unpiped and
+ * destroyed and the socket is no longer read: the answer is 413 with `Connection: close` (the rest
+ * of the body is never read nor inflated: a 1 MB gzip body inflating to 1 GiB used to cost seconds
+ * of CPU after its 413). A client that goes away mid-body stops the reading and the inflating too,
+ * and the route's handler never runs. Not JSON: 415. Not gzip, not UTF-8, not JSON: 400
+ * `invalid_json`.
+ *
+ * Interface: one factory per limit, `jsonBody(limitBytes)`, used per route.
  */
 export function jsonBody(limitBytes: number): Middleware<BodyState> {
   return async (ctx, next) => {
@@ -30,12 +42,154 @@ export function jsonBody(limitBytes: number): Middleware<BodyState> {
     if (encoding !== '' && encoding !== 'identity' && encoding !== 'gzip') {
       throw new DomainError('unsupported_media_type', `Unsupported Content-Encoding "${encoding}": use gzip or none`);
     }
-    if (encoding !== 'gzip' && length > limitBytes) throw tooLarge(limitBytes);
+    const gzip = encoding === 'gzip';
+    if (length > (gzip ? compressedLimit(limitBytes) : limitBytes)) throw tooLarge(limitBytes, gzip);
     // No local holds the text across `next()`: the handler may wait long (an ingest commit), and
     // the raw text would stay on the heap all that time.
-    ctx.state.body = parseJson(await readLimited(encoding === 'gzip' ? ctx.req.pipe(createGunzip()) : ctx.req, limitBytes, encoding === 'gzip'));
+    ctx.state.body = parseJson(decodeUtf8(await readBody(ctx.req, limitBytes, gzip)));
     await next();
   };
+}
+
+/**
+ * Bound of a gzip body on the wire. Deflate never grows data by more than 5 bytes per 16 KiB
+ * stored block (plus an 18-byte gzip frame), so any body that inflates within `limit` compresses
+ * to less than this; more on the wire can only be padding (a huge header field, trailing junk).
+ */
+export const compressedLimit = (limit: number) => limit + Math.ceil(limit / 1024) + 1024;
+
+/**
+ * Reports of every body read (`BodyReadReport`), published once its reading is over and, for
+ * gzip, once the inflater is closed, so that the bytes counted are final. For operators and
+ * tests: a 413 must not keep inflating.
+ */
+export const bodyReadChannel = channel('tallyhouse:body-read');
+
+export interface BodyReadReport {
+  gzip: boolean;
+  outcome: 'ok' | 'too_large' | 'aborted' | 'invalid_gzip' | 'error';
+  /** Bytes read from the socket. */
+  wireBytes: number;
+  /** Bytes the inflater produced over its whole life (= wireBytes without gzip). */
+  inflatedBytes: number;
+}
+
+const tooLarge = (limit: number, gzip: boolean) =>
+  new DomainError('too_large', `The body is larger than ${limit} bytes${gzip ? ' (after decompression), or its gzip form is' : ''}`, {
+    // The rest of the body is never read: the connection cannot carry another request.
+    headers: { Connection: 'close' },
+  });
+
+const aborted = () => invalid('The client closed the connection before the end of the body');
+
+function readBody(req: IncomingMessage, limit: number, gzip: boolean): Promise<Buffer> {
+  const wireLimit = gzip ? compressedLimit(limit) : limit;
+  const source: Readable = gzip ? inflate(req, { encoding: 'gzip' }) : req;
+  let wireBytes = 0;
+  let inflatedBytes = 0;
+  let failure: Error | undefined;
+  const stop = (err: Error) => {
+    failure ??= err;
+    // Stop the socket first, so nothing more reaches the inflater, then drop the inflater.
+    req.unpipe();
+    req.pause();
+    if (source !== req) source.destroy(err);
+  };
+  const onWire = (chunk: Buffer) => {
+    wireBytes += chunk.length;
+    if (wireBytes > wireLimit) stop(tooLarge(limit, gzip));
+  };
+  const onInflated = (chunk: Buffer) => {
+    inflatedBytes += chunk.length;
+  };
+  // 'close' before the whole body arrived: the client went away (since Node 16, 'close' of a
+  // complete request only means it was read).
+  const onClose = () => {
+    if (!req.complete) stop(aborted());
+  };
+  req.on('data', onWire);
+  req.once('close', onClose);
+  if (source !== req) {
+    source.on('data', onInflated);
+    // Errors after raw-body let go of the stream (our own destroy(err) at a limit) go nowhere else.
+    source.on('error', () => {});
+  }
+
+  let outcome: BodyReadReport['outcome'] = 'ok';
+  // The client may be gone already (it hung up while the token was being checked): then 'close'
+  // has fired and no 'end' will come.
+  if (req.destroyed && !req.complete) stop(aborted());
+  const report = () => {
+    req.off('data', onWire);
+    req.off('close', onClose);
+    if (bodyReadChannel.hasSubscribers) {
+      bodyReadChannel.publish({ gzip, outcome, wireBytes, inflatedBytes: source === req ? wireBytes : inflatedBytes } satisfies BodyReadReport);
+    }
+  };
+
+  const read = failure ? Promise.reject(failure) : getRawBody(source, { limit, length: gzip ? null : req.headers['content-length'] });
+  return read.then(
+    (buffer) => {
+      if (source === req) report();
+      else if (source.closed) report();
+      else source.once('close', report);
+      return buffer;
+    },
+    (err: unknown) => {
+      const error = failure ?? toBodyError(err as getRawBody.RawBodyError, limit, gzip);
+      outcome = error instanceof DomainError ? outcomeOf(error) : 'error';
+      stop(error);
+      if (source === req || source.closed) report();
+      else source.once('close', report);
+      throw error;
+    },
+  );
+}
+
+function outcomeOf(err: DomainError): BodyReadReport['outcome'] {
+  if (err.kind === 'too_large') return 'too_large';
+  if (err.code === 'invalid_json') return 'invalid_gzip';
+  return 'aborted';
+}
+
+/** raw-body's and zlib's errors in the service's terms. */
+function toBodyError(err: getRawBody.RawBodyError, limit: number, gzip: boolean): Error {
+  if (err?.type === 'entity.too.large') return tooLarge(limit, gzip);
+  if (err?.type === 'request.aborted') return aborted();
+  if (err?.type === 'request.size.invalid') return invalid('The body is shorter or longer than its Content-Length');
+  const zlibCode = (err as unknown as { code?: unknown })?.code;
+  if (gzip && typeof zlibCode === 'string' && zlibCode.startsWith('Z_')) return invalidJson('The body is not valid gzip');
+  return err;
+}
+
+/**
+ * Fatal decoding: invalid UTF-8 (a stray byte, a truncated sequence, an encoded surrogate) is a
+ * 400, not text silently holding U+FFFD. The BOM is kept, as before, so JSON.parse refuses it.
+ */
+const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+function decodeUtf8(bytes: Buffer): string {
+  try {
+    return utf8.decode(bytes);
+  } catch {
+    throw invalidJson(`The body is not valid UTF-8 text (first bad byte at offset ${firstInvalidUtf8(bytes)})`);
+  }
+}
+
+/** Offset of the first byte that does not start or continue a valid UTF-8 sequence. */
+function firstInvalidUtf8(bytes: Buffer): number {
+  // Only runs on error: a linear scan, each sequence length from its lead byte, checked whole.
+  for (let i = 0; i < bytes.length; ) {
+    const b = bytes[i];
+    const n = b < 0x80 ? 1 : b >= 0xc2 && b <= 0xdf ? 2 : b >= 0xe0 && b <= 0xef ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+    if (n === 0 || i + n > bytes.length) return i;
+    try {
+      utf8.decode(bytes.subarray(i, i + n));
+    } catch {
+      return i;
+    }
+    i += n;
+  }
+  return bytes.length;
 }
 
 /** The parsed body; undefined for an empty (or blank) one. */
@@ -48,8 +202,8 @@ function parseJson(text: string): unknown {
     throw invalidJson(`The body is not valid JSON: ${(err as Error).message}`);
   }
   // One walk over the tree: the nesting bound always; the text check only when the raw text has a
-  // \uD800-\uDFFF escape, the only way a lone surrogate gets in (invalid UTF-8 bytes decode to
-  // U+FFFD; JSON escapes are always a lower-case \u).
+  // \uD800-\uDFFF escape, the only way a lone surrogate gets in (invalid UTF-8 bytes, encoded
+  // surrogates included, were refused by decodeUtf8; JSON escapes are always a lower-case \u).
   const issues = inspectTree(body, MAX_JSON_DEPTH, SURROGATE_ESCAPE.test(text) ? '' : undefined, []);
   if (issues.length > 0) {
     throw invalidJson('The body holds text that is not valid Unicode (an unpaired surrogate escape)', issues);
@@ -98,31 +252,3 @@ function inspectTree(value: unknown, depthLeft: number, path: string | undefined
 
 /** String.prototype.isWellFormed (ES2024; Node 20 has it, the ES2022 lib types do not). */
 const isWellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
-
-const tooLarge = (limit: number) => new DomainError('too_large', `The body is larger than ${limit} bytes (after decompression)`);
-
-function readLimited(stream: Readable, limit: number, gzip: boolean): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let done = false;
-    const fail = (err: Error) => {
-      if (done) return;
-      done = true;
-      stream.removeAllListeners('data');
-      stream.resume(); // drain so the socket can answer
-      reject(err);
-    };
-    stream.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) return fail(tooLarge(limit));
-      chunks.push(chunk);
-    });
-    stream.on('error', (err) => fail(gzip ? invalidJson('The body is not valid gzip') : err));
-    stream.on('end', () => {
-      if (done) return;
-      done = true;
-      resolve(Buffer.concat(chunks).toString('utf8'));
-    });
-  });
-}
