@@ -10,19 +10,23 @@
  * Objects are `v.object`: unknown extra fields are stripped, never stored. Optional fields accept
  * `null` as "absent" (many JSON encoders write nulls for unset members).
  *
- * String limits. From the spec: agent_id, conversation_id, copilot_session_id 100;
- * prompt, response 10000. Our own (so that one field cannot bloat a row or a LowCardinality
- * dictionary; the 1 MiB body limit applies on top):
+ * String limits, in characters (code points, not UTF-16 units: see src/chars.ts), MAX_CHARS below.
+ * From the spec: agent_id, conversation_id, copilot_session_id 100; prompt, response 10000. Our
+ * own (so that one field cannot bloat a row or a LowCardinality dictionary):
  *   user_alias, event_name (track), group_type, group_name, screen_name        1..255
  *   url                                                                        1..8192
  *   rating, rating_scale                                                       1..100 (copilot)
  *   context.locale 64, context.timezone 64
+ * `properties`, an open object in the spec, is bounded by its JSON text: MAX_PROPERTIES_BYTES.
+ * The body limit of the endpoint is derived from all of these (src/events/limits.ts), so that it
+ * admits every batch they allow.
  * Required strings must be non-empty: an empty name/id is a missing one. An empty `user_alias`
  * is rejected too: it would map every sender of "" to the same user.
  *
  * No check/custom actions: `toJsonSchema(eventBatchSchema)` converts it as it is.
  */
 import * as v from 'valibot';
+import { maxChars } from '../chars.ts';
 import { invalid, issuePath, type Issue } from '../errors.ts';
 
 export const MAX_EVENTS_PER_REQUEST = 100;
@@ -68,14 +72,40 @@ export function parseIsoTimestamp(text: string): number | undefined {
   return date.getTime() - offsetMinutes * 60_000;
 }
 
+/** Most characters of each text field (code points). limits.ts derives the body limit from them. */
+export const MAX_CHARS = {
+  user_alias: 255,
+  event_name: 255,
+  group_type: 255,
+  group_name: 255,
+  url: 8192,
+  screen_name: 255,
+  agent_id: 100,
+  conversation_id: 100,
+  copilot_session_id: 100,
+  prompt: 10_000,
+  response: 10_000,
+  rating: 100,
+  rating_scale: 100,
+  locale: 64,
+  timezone: 64,
+} as const;
+
+/**
+ * Most bytes of an item's `properties` as JSON text (UTF-8 of JSON.stringify, as stored): 32 KiB,
+ * the per-event bound of the common analytics APIs. The spec leaves the object open; without a
+ * bound no body limit could admit every valid batch. Beyond it: 400 naming `[i].properties`.
+ */
+export const MAX_PROPERTIES_BYTES = 32 * 1024;
+
 /** A non-empty string of at most `max` characters. */
 const required = (max: number) =>
-  v.pipe(v.string('Must be a string'), v.minLength(1, 'Must not be empty'), v.maxLength(max, `Must be at most ${max} characters`));
+  v.pipe(v.string('Must be a string'), v.minLength(1, 'Must not be empty'), maxChars(max, `Must be at most ${max} characters`));
 /** An optional (absent or null) string; `allowEmpty` for free-form values where "" is harmless. */
 const optional = (max: number, allowEmpty = false) =>
   v.nullish(
     allowEmpty
-      ? v.pipe(v.string('Must be a string'), v.maxLength(max, `Must be at most ${max} characters`))
+      ? v.pipe(v.string('Must be a string'), maxChars(max, `Must be at most ${max} characters`))
       : required(max),
   );
 
@@ -93,52 +123,52 @@ const propertiesSchema = v.record(v.string(), v.unknown(), 'Must be a JSON objec
 
 const contextSchema = v.object(
   {
-    locale: optional(64, true),
-    timezone: optional(64, true),
+    locale: optional(MAX_CHARS.locale, true),
+    timezone: optional(MAX_CHARS.timezone, true),
   },
   'Must be an object',
 );
 
 /** Fields every event type accepts. */
 const commonEntries = {
-  user_alias: optional(255),
+  user_alias: optional(MAX_CHARS.user_alias),
   properties: v.nullish(propertiesSchema),
   timestamp: v.nullish(timestampSchema),
   context: v.nullish(contextSchema),
 };
 
 const identifySchema = v.object({ type: v.literal('identify'), ...commonEntries });
-const trackSchema = v.object({ type: v.literal('track'), ...commonEntries, event_name: required(255) });
-const groupEntries = { ...commonEntries, group_type: optional(255), group_name: required(255) };
+const trackSchema = v.object({ type: v.literal('track'), ...commonEntries, event_name: required(MAX_CHARS.event_name) });
+const groupEntries = { ...commonEntries, group_type: optional(MAX_CHARS.group_type), group_name: required(MAX_CHARS.group_name) };
 const groupAssignSchema = v.object({ type: v.literal('group.assign'), ...groupEntries });
 const groupUnassignSchema = v.object({ type: v.literal('group.unassign'), ...groupEntries });
-const pageSchema = v.object({ type: v.literal('page'), ...commonEntries, url: required(8192) });
-const screenSchema = v.object({ type: v.literal('screen'), ...commonEntries, screen_name: required(255) });
+const pageSchema = v.object({ type: v.literal('page'), ...commonEntries, url: required(MAX_CHARS.url) });
+const screenSchema = v.object({ type: v.literal('screen'), ...commonEntries, screen_name: required(MAX_CHARS.screen_name) });
 
 /** Every copilot field, optional; each event name below makes its own ones required. */
 const copilotEntries = {
   type: v.literal('copilot'),
   ...commonEntries,
-  agent_id: required(100),
-  conversation_id: optional(100),
-  copilot_session_id: optional(100),
-  prompt: optional(10_000),
-  response: optional(10_000),
-  rating: optional(100),
-  rating_scale: optional(100),
+  agent_id: required(MAX_CHARS.agent_id),
+  conversation_id: optional(MAX_CHARS.conversation_id),
+  copilot_session_id: optional(MAX_CHARS.copilot_session_id),
+  prompt: optional(MAX_CHARS.prompt),
+  response: optional(MAX_CHARS.response),
+  rating: optional(MAX_CHARS.rating),
+  rating_scale: optional(MAX_CHARS.rating_scale),
 };
-const conversationEntries = { conversation_id: required(100), copilot_session_id: required(100) };
+const conversationEntries = { conversation_id: required(MAX_CHARS.conversation_id), copilot_session_id: required(MAX_CHARS.copilot_session_id) };
 
 const copilotSchema = v.variant('event_name', [
-  v.object({ ...copilotEntries, ...conversationEntries, event_name: v.literal('service_copilot_user_prompt'), prompt: required(10_000) }),
-  v.object({ ...copilotEntries, ...conversationEntries, event_name: v.literal('service_copilot_response'), response: required(10_000) }),
+  v.object({ ...copilotEntries, ...conversationEntries, event_name: v.literal('service_copilot_user_prompt'), prompt: required(MAX_CHARS.prompt) }),
+  v.object({ ...copilotEntries, ...conversationEntries, event_name: v.literal('service_copilot_response'), response: required(MAX_CHARS.response) }),
   v.object({ ...copilotEntries, event_name: v.literal('service_copilot_conversion') }),
   v.object({
     ...copilotEntries,
     ...conversationEntries,
     event_name: v.literal('service_copilot_satisfaction'),
-    rating: required(100),
-    rating_scale: required(100),
+    rating: required(MAX_CHARS.rating),
+    rating_scale: required(MAX_CHARS.rating_scale),
   }),
 ]);
 
@@ -169,18 +199,35 @@ export function parseEventBatch(body: unknown): ParsedEvent[] {
     throw invalid('Invalid event batch', [{ path: '', message: SIZE_MESSAGE }]);
   }
   const result = v.safeParse(eventBatchSchema, body, { abortEarly: false });
-  const issues = [...(result.issues ?? []).map(toIssue), ...arrayPropertiesIssues(body)];
-  if (result.success && issues.length === 0) return result.output;
-  throw invalid('Invalid event batch', issues);
+  const issues = [...(result.issues ?? []).map(toIssue), ...propertiesIssues(body)];
+  if (!result.success || issues.length > 0) throw invalid('Invalid event batch', issues);
+  // valibot's record rebuilds the object and leaves out the keys `__proto__`, `constructor` and
+  // `prototype` (a guard for objects that are merged into others). Properties are only ever
+  // serialized again, never merged, and JSON.parse made them own data properties: keep the
+  // parsed object itself, every key included.
+  const items = body as { properties?: unknown }[];
+  result.output.forEach((event, i) => {
+    if (event.properties != null) event.properties = items[i].properties as Record<string, unknown>;
+  });
+  return result.output;
 }
 
-function arrayPropertiesIssues(body: unknown): Issue[] {
+/**
+ * `properties` that the schema cannot judge: an array (valibot's record takes arrays, rebuilt as
+ * {"0": ...}; JSON Schema's `type: "object"` already refuses them) or a JSON text over
+ * MAX_PROPERTIES_BYTES.
+ */
+function propertiesIssues(body: unknown): Issue[] {
   if (!Array.isArray(body)) return [];
-  return body.flatMap((item: unknown, index) =>
-    item !== null && typeof item === 'object' && Array.isArray((item as { properties?: unknown }).properties)
-      ? [{ path: `[${index}].properties`, message: 'Must be a JSON object' }]
-      : [],
-  );
+  return body.flatMap((item: unknown, index) => {
+    const properties = item !== null && typeof item === 'object' ? (item as { properties?: unknown }).properties : undefined;
+    if (properties === null || typeof properties !== 'object') return [];
+    if (Array.isArray(properties)) return [{ path: `[${index}].properties`, message: 'Must be a JSON object' }];
+    const bytes = Buffer.byteLength(JSON.stringify(properties), 'utf8');
+    return bytes > MAX_PROPERTIES_BYTES
+      ? [{ path: `[${index}].properties`, message: `Must be at most ${MAX_PROPERTIES_BYTES} bytes as JSON text (is ${bytes})` }]
+      : [];
+  });
 }
 
 function toIssue(issue: v.BaseIssue<unknown>): Issue {
