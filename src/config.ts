@@ -112,7 +112,7 @@ export const CONFIG_KEYS: ReadonlyArray<[string, string, string]> = [
   ['DATA_DIR', './data', 'embedded engine data directory'],
   ['RATE_LIMIT_EVENTS', '50', 'requests/s per token on POST /1.0/event'],
   ['RATE_LIMIT_RELEASES', '10', 'requests/s per token on /1.0/release'],
-  ['RATE_LIMIT_QUERIES', '20', 'requests/s per token on the survey reads together, and separately on survey writes'],
+  ['RATE_LIMIT_QUERIES', '20', 'requests/s per token on the survey reads together, separately on survey writes, and on the event reads (search, aggregation, user profile) together'],
   ['BODY_LIMIT_BYTES', '1048576', 'request body limit, after gzip decompression'],
   ['INGEST_BATCH_ROWS', '20000', 'group commit: flush when this many rows are queued'],
   ['INGEST_BATCH_DELAY_MS', '10', 'group commit: flush at the latest this long after the oldest waiting request arrived'],

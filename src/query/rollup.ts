@@ -11,6 +11,13 @@
  */
 import { isFirstOfLevelSql } from './multi-valued.ts';
 
+export const MAX_GROUP_BY_LEVELS = 3;
+export const MAX_HISTOGRAM_BUCKETS = 100;
+/** Term levels return at most this many buckets per parent (largest first); the rest is `other_doc_count`. */
+export const MAX_TERMS_BUCKETS = 100;
+/** Buckets in one answer, over all levels: Elasticsearch's default search.max_buckets. */
+export const MAX_RESPONSE_BUCKETS = 65_536;
+
 export interface RollupSpec {
   /** `FROM ... WHERE ...`: the scoped source (its placeholders are in the same ParamBag). */
   source: string;

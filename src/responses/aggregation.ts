@@ -48,8 +48,8 @@ import { formatMicros, parseInstantMicros, planHistogram, truncateTo, type Histo
 import { runDashboardQuery } from '../clickhouse/result-cache.ts';
 import { byteOrder, compileRankedRollup, docCountSql as rollupDocCountSql } from '../query/rollup.ts';
 
-/** Elasticsearch's default search.max_buckets. */
-export const MAX_RESPONSE_BUCKETS = 65_536;
+export { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
+import { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
 
 const tooManyBuckets = () =>
   tooExpensive(`The aggregation would return more than ${MAX_RESPONSE_BUCKETS} buckets: lower date_histogram_buckets, narrow the range, or use fewer group_by levels`);

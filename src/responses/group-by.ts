@@ -12,10 +12,8 @@ import { MIN_INTERVALS, type HistogramPlan, type MinInterval } from '../query/hi
 import { bucketIndexSql } from '../query/histogram-sql.ts';
 import { eachDistinctOrNull } from '../query/multi-valued.ts';
 
-export const MAX_GROUP_BY_LEVELS = 3;
-export const MAX_HISTOGRAM_BUCKETS = 100;
-/** Non-date levels return at most this many buckets per parent (largest first); the rest is `other_doc_count`. */
-export const MAX_TERMS_BUCKETS = 100;
+export { MAX_GROUP_BY_LEVELS, MAX_HISTOGRAM_BUCKETS, MAX_TERMS_BUCKETS } from '../query/rollup.ts';
+import { MAX_GROUP_BY_LEVELS, MAX_HISTOGRAM_BUCKETS } from '../query/rollup.ts';
 
 /** API date field -> column (allow-list). `last_activity_at` is the time of the last answer. */
 export const DATE_FIELD_COLUMNS = {

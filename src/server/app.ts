@@ -80,6 +80,7 @@ function rateLimiters(deps: AppDeps): Record<RateClass, Koa.Middleware> {
   const { rateLimits } = deps.config;
   return {
     event: rateLimit('event', rateLimits.eventsPerSecond),
+    'event read': rateLimit('event read', rateLimits.queriesPerSecond),
     release: rateLimit('release', rateLimits.releasesPerSecond),
     'survey read': rateLimit('query', rateLimits.queriesPerSecond),
     'survey write': rateLimit('survey write', rateLimits.queriesPerSecond),

@@ -9,7 +9,7 @@ import type * as v from 'valibot';
 import type { Scope, TokenIdentity } from '../tokens/tokens.ts';
 
 /** Requests of one class share one per-token budget (config.rateLimits). */
-export type RateClass = 'event' | 'release' | 'survey read' | 'survey write';
+export type RateClass = 'event' | 'event read' | 'release' | 'survey read' | 'survey write';
 
 export type HttpMethod = 'GET' | 'POST' | 'SEARCH' | 'DELETE' | 'PUT' | 'PATCH';
 

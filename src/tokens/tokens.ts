@@ -1,7 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
 
-export const SCOPES = ['events', 'releases', 'responses:read', 'responses:write'] as const;
+export const SCOPES = ['events', 'events:read', 'releases', 'responses:read', 'responses:write'] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** `th_` + 32 random bytes, base64url: 256 bits of entropy. */

@@ -1,0 +1,198 @@
+/**
+ * SEARCH /1.0/event/aggregation: events counted (and their distinct users, when asked) by 1..3
+ * ordered group_by rules, one nesting level per rule, with the survey aggregation's rules:
+ * dense, range-aligned date histograms (src/query/histogram.ts: buckets start at range.start, the
+ * series covers the range, end inclusive; a missing bound comes from the data), term levels of
+ * the 100 largest buckets per parent with the rest in `other_doc_count`, one grouped query WITH
+ * ROLLUP so every parent bucket has its own exact counts (src/query/rollup.ts).
+ *
+ * Levels: timestamp; type; event_name, context_locale (events without one are in no bucket);
+ * property (a top-level key of `properties`: strings by value, other JSON values by their JSON
+ * text, e.g. 42, true; absent or null: no bucket); user_property (the user's current identify
+ * value, the same way); group (the user's current groups of `group_type`, by name: a user in two
+ * groups counts in both, and once in each parent bucket).
+ * Metrics: `count` (doc_count, always there) and `unique_users` (distinct user_id; every anonymous
+ * event has its own user id, so each counts as one user).
+ */
+import type { ClickHouseClient } from '@clickhouse/client';
+import * as v from 'valibot';
+import { runDashboardQuery } from '../../clickhouse/result-cache.ts';
+import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
+import { tooExpensive } from '../../errors.ts';
+import { bucketIndexSql } from '../../query/histogram-sql.ts';
+import { MIN_INTERVALS, parseInstantMicros, planHistogram, truncateTo, type HistogramPlan, type MinInterval } from '../../query/histogram.ts';
+import { eachDistinctOrNull } from '../../query/multi-valued.ts';
+import {
+  MAX_GROUP_BY_LEVELS, MAX_HISTOGRAM_BUCKETS, MAX_RESPONSE_BUCKETS, MAX_TERMS_BUCKETS, compileRankedRollup, docCountSql,
+} from '../../query/rollup.ts';
+import { shapeRollup, type RollupRow, type ShapeLevel } from '../../query/shape.ts';
+import { jsonObject } from '../../validation.ts';
+import { propertyValue, rawJsonValue, type JsonValueSql } from './compile.ts';
+import { eventScopeEntries } from './filters.ts';
+import { EVENT_QUERY_SETTINGS, EventSource, type EventScope } from './source.ts';
+
+export type EventGroupByRule =
+  | { readonly field: 'timestamp'; readonly minInterval: MinInterval; readonly buckets: number }
+  | { readonly field: 'type' | 'event_name' | 'context_locale' }
+  | { readonly field: 'property' | 'user_property'; readonly propertyKey: string }
+  | { readonly field: 'group'; readonly groupType: string };
+
+export const EVENT_GROUP_BY_FIELDS = ['timestamp', 'type', 'event_name', 'property', 'user_property', 'group', 'context_locale'] as const;
+export const EVENT_METRICS = ['count', 'unique_users'] as const;
+export type EventMetric = (typeof EVENT_METRICS)[number];
+
+const bucketsMessage = `date_histogram_buckets must be an integer from 1 to ${MAX_HISTOGRAM_BUCKETS}`;
+const name = (what: string) =>
+  v.pipe(v.string(`${what} must be a string`), v.minLength(1, `${what} must not be empty`), v.maxLength(255, `${what} is at most 255 characters`));
+
+const ruleSchema = v.variant('field', [
+  v.pipe(
+    v.object({
+      field: v.literal('timestamp'),
+      date_histogram_min_interval: v.picklist(MIN_INTERVALS, `date_histogram_min_interval must be one of ${MIN_INTERVALS.join(', ')}`),
+      date_histogram_buckets: v.pipe(v.number(bucketsMessage), v.integer(bucketsMessage), v.minValue(1, bucketsMessage), v.maxValue(MAX_HISTOGRAM_BUCKETS, bucketsMessage)),
+    }),
+    v.transform((r): EventGroupByRule => ({ field: 'timestamp', minInterval: r.date_histogram_min_interval, buckets: r.date_histogram_buckets })),
+  ),
+  v.pipe(v.object({ field: v.literal('type') }), v.transform((): EventGroupByRule => ({ field: 'type' }))),
+  v.pipe(v.object({ field: v.literal('event_name') }), v.transform((): EventGroupByRule => ({ field: 'event_name' }))),
+  v.pipe(v.object({ field: v.literal('context_locale') }), v.transform((): EventGroupByRule => ({ field: 'context_locale' }))),
+  v.pipe(
+    v.object({ field: v.literal('property'), property_key: name('property_key') }),
+    v.transform((r): EventGroupByRule => ({ field: 'property', propertyKey: r.property_key })),
+  ),
+  v.pipe(
+    v.object({ field: v.literal('user_property'), property_key: name('property_key') }),
+    v.transform((r): EventGroupByRule => ({ field: 'user_property', propertyKey: r.property_key })),
+  ),
+  v.pipe(
+    v.object({ field: v.literal('group'), group_type: name('group_type') }),
+    v.transform((r): EventGroupByRule => ({ field: 'group', groupType: r.group_type })),
+  ),
+], `each group_by rule is an object whose field is one of ${EVENT_GROUP_BY_FIELDS.join(', ')}`);
+
+export const eventAggregationBodySchema = jsonObject({
+  ...eventScopeEntries,
+  group_by: v.pipe(
+    v.array(ruleSchema, 'group_by must be an array of grouping rules'),
+    v.minLength(1, 'group_by needs at least one rule'),
+    v.maxLength(MAX_GROUP_BY_LEVELS, `group_by has at most ${MAX_GROUP_BY_LEVELS} rules (nesting levels)`),
+  ),
+  metrics: v.optional(v.pipe(
+    v.array(v.picklist(EVENT_METRICS, `each metric is one of ${EVENT_METRICS.join(', ')}`), 'metrics must be an array'),
+    v.minLength(1, 'metrics needs at least one metric'),
+    v.maxLength(EVENT_METRICS.length, `metrics holds at most ${EVENT_METRICS.length} items`),
+  ), ['count']),
+}, 'the event aggregation body');
+export type EventAggregationBody = v.InferOutput<typeof eventAggregationBodySchema>;
+
+const tooManyBuckets = () =>
+  tooExpensive(`The aggregation would return more than ${MAX_RESPONSE_BUCKETS} buckets: lower date_histogram_buckets, narrow the range, or use fewer group_by levels`);
+
+/** `SELECT min, max` of timestamp in scope (DateTime64 texts, NULL when no event matches). */
+export function compileEventBounds(scope: EventScope): CompiledQuery {
+  const bag = new ParamBag();
+  const from = new EventSource(scope, bag).from();
+  return compiled(`SELECT toString(minOrNull(timestamp)) AS min, toString(maxOrNull(timestamp)) AS max ${from}`, bag);
+}
+
+/** The series of each timestamp level: the range, a missing bound from the data (the first event truncated to its hour/day/month). */
+export function planEventLevels(rules: readonly EventGroupByRule[], range: EventScope['range'], bounds: { min: string | null; max: string | null } | undefined): (HistogramPlan | undefined)[] {
+  return rules.map((rule) => {
+    if (rule.field !== 'timestamp') return undefined;
+    const min = bounds?.min ? parseInstantMicros(bounds.min) : null;
+    const max = bounds?.max ? parseInstantMicros(bounds.max) : null;
+    const start = range?.start !== undefined ? parseInstantMicros(range.start) : min !== null ? truncateTo(min, rule.minInterval) : null;
+    const end = range?.end !== undefined ? parseInstantMicros(range.end) : max;
+    if (start === null || end === null) return planHistogram(0n, -1n, rule.minInterval, rule.buckets);
+    return planHistogram(start, end, rule.minInterval, rule.buckets);
+  });
+}
+
+/** The key expression of a JSON value: strings by value, other JSON by its text; absent or null is NULL (no bucket). */
+function jsonKeySql(json: JsonValueSql): string {
+  return `if(${json.type} = 'String', ${json.string}, nullIf(nullIf(${json.raw}, ''), 'null'))`;
+}
+
+/** The grouped query (src/query/rollup.ts) over the scoped source and the joins the levels need. */
+export function compileEventAggregation(scope: EventScope, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[]): CompiledQuery {
+  const bag = new ParamBag();
+  const source = new EventSource(scope, bag);
+  const joins: string[] = [];
+  const keys = rules.map((rule, i) => {
+    const level = i + 1;
+    switch (rule.field) {
+      case 'timestamp':
+        return bucketIndexSql('timestamp', plans[i]!, bag, `level${level}`);
+      case 'type':
+        return 'type';
+      case 'event_name':
+      case 'context_locale':
+        return `nullIf(${rule.field}, '')`;
+      case 'property':
+        return jsonKeySql(propertyValue(bag.add(rule.propertyKey, 'String')));
+      case 'user_property': {
+        const column = `user_property_${level}`;
+        joins.push(source.joinUserProperty(bag.add(rule.propertyKey, 'String'), column));
+        return jsonKeySql(rawJsonValue(column));
+      }
+      case 'group': {
+        const column = `group_names_${level}`;
+        joins.push(source.joinGroupNames(bag.add(rule.groupType, 'String'), column));
+        return eachDistinctOrNull(column, `level${level}`, level);
+      }
+    }
+  });
+  const from = source.from(joins);
+  const count = docCountSql(rules.map((r) => r.field === 'group'));
+  const extra = metrics.includes('unique_users') ? { unique_users: 'uniqExact(user_id)' } : undefined;
+  return compiled(compileRankedRollup({ source: from, keys, count, metrics: extra, limit: bag.add(MAX_TERMS_BUCKETS, 'UInt32') }), bag);
+}
+
+export interface EventAggregationResult {
+  took: number;
+  hits: { total: { value: number } };
+  unique_users?: number;
+  aggregations: Record<string, unknown>;
+}
+
+function shapeLevels(rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[]): ShapeLevel[] {
+  return rules.map((rule, i): ShapeLevel => {
+    switch (rule.field) {
+      case 'timestamp':
+        return { kind: 'date', head: { field: 'timestamp' }, plan: plans[i]! };
+      case 'type':
+        return { kind: 'terms', head: { field: 'type' } };
+      case 'property':
+      case 'user_property':
+        return { kind: 'terms', head: { field: rule.field, property_key: rule.propertyKey } };
+      case 'group':
+        return { kind: 'terms', head: { field: 'group', group_type: rule.groupType } };
+      default:
+        return { kind: 'terms', head: { field: rule.field } };
+    }
+  });
+}
+
+/** The bounds when a histogram needs them, the plans, then the grouped query. */
+export async function runEventAggregation(run: RunQuery, scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<{ plans: (HistogramPlan | undefined)[]; rows: RollupRow[] }> {
+  const needBounds = rules.some((r) => r.field === 'timestamp') && (scope.range?.start === undefined || scope.range?.end === undefined);
+  const bounds = needBounds ? (await run<{ min: string | null; max: string | null }>(compileEventBounds(scope)))[0] : undefined;
+  const plans = planEventLevels(rules, scope.range, bounds);
+  if (plans.reduce((n, p) => n * (p ? Math.max(p.starts.length, 1) : 1), 1) > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
+  return { plans, rows: await run<RollupRow>(compileEventAggregation(scope, rules, plans, metrics)) };
+}
+
+export async function aggregateEvents(client: ClickHouseClient, scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<EventAggregationResult> {
+  const started = performance.now();
+  const run: RunQuery = (q) => runDashboardQuery(client, q, EVENT_QUERY_SETTINGS);
+  const { plans, rows } = await runEventAggregation(run, scope, rules, metrics);
+  const extra = metrics.includes('unique_users') ? ['unique_users'] : [];
+  const { top, aggregations } = shapeRollup(shapeLevels(rules, plans), rows, extra, MAX_RESPONSE_BUCKETS, tooManyBuckets);
+  return {
+    took: Math.round(performance.now() - started),
+    hits: { total: { value: top.doc_count } },
+    ...(extra.length ? { unique_users: top.unique_users } : {}),
+    aggregations,
+  };
+}

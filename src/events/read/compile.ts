@@ -1,0 +1,124 @@
+/**
+ * Pure compiler: event filter nodes -> SQL conditions over `events` (schema/002). Values only
+ * travel as query parameters; the only text spliced into SQL is column names, operators and type
+ * literals from this file. The user's current properties and groups are read through the scoped
+ * sub-selects of EventSource (org guard included).
+ */
+import type { EventFilterNode, JsonTest, Scalar } from './filters.ts';
+import { DT, type EventSource } from './source.ts';
+import type { ParamBag } from '../../clickhouse/sql.ts';
+
+export function compileEventFilter(node: EventFilterNode, source: EventSource): string {
+  const positive = positiveExpr(node, source);
+  return node.negate ? `NOT (${positive})` : positive;
+}
+
+function positiveExpr(node: EventFilterNode, source: EventSource): string {
+  const bag = source.bag;
+  switch (node.kind) {
+    case 'type':
+      return node.op === 'eq' ? `type = ${bag.add(node.values[0], 'String')}` : `type IN ${bag.add(node.values, 'Array(String)')}`;
+    case 'user_id':
+      return node.op === 'eq' ? `user_id = ${bag.add(node.values[0], 'UUID')}` : `has(${bag.add(node.values, 'Array(UUID)')}, user_id)`;
+    case 'group_id':
+      return `user_id IN (${source.usersInGroups(bag.add(node.values, 'Array(UUID)'))})`;
+    case 'property':
+      return jsonTestSql(node.test, propertyValue(bag.add(node.key, 'String')), bag);
+    case 'user_property': {
+      const key = bag.add(node.key, 'String');
+      // null: the user has no such property, or its value is null. A user without the property
+      // has no row to test, so null is the complement of "has a non-null value".
+      if (node.test.op === 'null') return `user_id NOT IN (${source.usersWithProperty(key, `JSONType(value) != 'Null'`)})`;
+      return `user_id IN (${source.usersWithProperty(key, jsonTestSql(node.test, rawJsonValue('value'), bag))})`;
+    }
+    default:
+      // A plain String column, '' when the event does not carry the field.
+      switch (node.op) {
+        case 'null': return `${node.kind} = ''`;
+        case 'eq': return `${node.kind} = ${bag.add(node.values[0], 'String')}`;
+        case 'in': return `${node.kind} IN ${bag.add(node.values, 'Array(String)')}`;
+        case 'contains': return `positionCaseInsensitiveUTF8(${node.kind}, ${bag.add(node.values[0], 'String')}) > 0`;
+      }
+  }
+}
+
+/** How to read one JSON value: its JSON type, and its value as a string, a number, a boolean. */
+export interface JsonValueSql {
+  type: string;
+  string: string;
+  number: string;
+  bool: string;
+  /** The value's JSON text ('' when absent). */
+  raw: string;
+}
+
+/** A top-level key of the event's `properties` (JSON text). */
+export function propertyValue(keyParam: string): JsonValueSql {
+  return {
+    type: `JSONType(properties, ${keyParam})`,
+    string: `JSONExtractString(properties, ${keyParam})`,
+    number: `JSONExtractFloat(properties, ${keyParam})`,
+    bool: `JSONExtractBool(properties, ${keyParam})`,
+    raw: `JSONExtractRaw(properties, ${keyParam})`,
+  };
+}
+
+/** A column holding a raw JSON value (user_properties.value: '"pro"', '42', 'true', 'null'). */
+export function rawJsonValue(column: string): JsonValueSql {
+  return {
+    type: `JSONType(${column})`,
+    string: `JSONExtractString(${column})`,
+    number: `JSONExtractFloat(${column})`,
+    bool: `JSONExtractBool(${column})`,
+    raw: column,
+  };
+}
+
+const IS_NUMBER = (t: string) => `${t} IN ('Int64', 'UInt64', 'Double')`;
+
+/**
+ * The condition on one JSON value, typed by the filter value: strings match string values, numbers
+ * numeric values (numerically), booleans boolean values. A missing key reads as JSON null.
+ */
+export function jsonTestSql(test: JsonTest, json: JsonValueSql, bag: ParamBag): string {
+  switch (test.op) {
+    case 'null':
+      return `${json.type} = 'Null'`;
+    case 'eq':
+    case 'in': {
+      const strings = test.values.filter((x): x is string => typeof x === 'string');
+      const numbers = test.values.filter((x): x is number => typeof x === 'number');
+      const bools = [...new Set(test.values.filter((x): x is boolean => typeof x === 'boolean'))];
+      const branches: string[] = [];
+      if (strings.length) branches.push(`(${json.type} = 'String' AND ${oneOf(json.string, strings, 'String', bag)})`);
+      if (numbers.length) branches.push(`(${IS_NUMBER(json.type)} AND ${oneOf(json.number, numbers, 'Float64', bag)})`);
+      if (bools.length) branches.push(`(${json.type} = 'Bool' AND ${oneOf(json.bool, bools, 'Bool', bag)})`);
+      return branches.length === 1 ? branches[0] : `(${branches.join(' OR ')})`;
+    }
+    case 'contains':
+      return `(${json.type} = 'String' AND positionCaseInsensitiveUTF8(${json.string}, ${bag.add(test.value, 'String')}) > 0)`;
+    case 'lt':
+    case 'gt': {
+      const cmp = test.op === 'gt' ? '>' : '<';
+      return typeof test.value === 'number'
+        ? `(${IS_NUMBER(json.type)} AND ${json.number} ${cmp} ${bag.add(test.value, 'Float64')})`
+        : `(${json.type} = 'String' AND ${json.string} ${cmp} ${bag.add(test.value, 'String')})`;
+    }
+    case 'before':
+    case 'after': {
+      const cmp = test.op === 'before' ? '<' : '>';
+      // Only string values that look like an ISO date take part; the pattern is a constant.
+      return (
+        `(${json.type} = 'String' AND match(${json.string}, '${ISO_DATE_PREFIX}') AND ` +
+        `ifNull(parseDateTime64BestEffortOrNull(${json.string}, 6, 'UTC') ${cmp} ${bag.add(test.value, DT)}, false))`
+      );
+    }
+  }
+}
+
+function oneOf(expr: string, values: readonly Scalar[], type: string, bag: ParamBag): string {
+  return values.length === 1 ? `${expr} = ${bag.add(values[0], type)}` : `has(${bag.add(values, `Array(${type})`)}, ${expr})`;
+}
+
+/** RE2 pattern inside a SQL string literal: `^\\d{4}-\\d{2}-\\d{2}` reads as ^\d{4}-\d{2}-\d{2}. */
+const ISO_DATE_PREFIX = '^\\\\d{4}-\\\\d{2}-\\\\d{2}';

@@ -1,0 +1,85 @@
+import { invalid } from '../../errors.ts';
+import type { AppDeps } from '../../server/context.ts';
+import { defineRoute, type Feature, type RouteInput } from '../../server/route.ts';
+import { aggregateEvents, eventAggregationBodySchema, type EventAggregationBody, type EventGroupByRule } from './aggregation.ts';
+import { userProfile } from './profile.ts';
+import { EVENT_RESULT_SCHEMAS } from './openapi.ts';
+import { eventScopeOf, eventSearchBodySchema, searchEvents, type EventSearchBody } from './search.ts';
+
+const READ_ERRORS = [400, 401, 403, 413, 415, 429, 503] as const;
+
+/** The event reads: search, aggregation (each SEARCH also served as POST) and user profiles. */
+export function eventReadsFeature(deps: AppDeps): Feature {
+  // A read's filters may hold 100 filters of 1000 values each, like the survey reads.
+  const limitBytes = deps.config.bodyLimitBytes * 16;
+  const client = () => deps.db.client();
+  const search = {
+    tag: 'events',
+    summary: 'Search events, newest timestamp first; next_cursor continues with no duplicate and no gap',
+    scope: 'events:read',
+    rateLimit: 'event read',
+    body: {
+      schema: eventSearchBodySchema,
+      limitBytes,
+      whenEmpty: {},
+      example: { size: 2, filters: [{ key: 'type', operator: 'eq', value: 'track' }, { key: 'property', property_key: 'plan', operator: 'eq', value: 'pro' }] },
+    },
+    success: { status: 200, description: '`{took, hits: {total: {value}, events}, next_cursor}`', ...EVENT_RESULT_SCHEMAS.search },
+    errors: READ_ERRORS,
+    handler: ({ auth, body }: RouteInput<EventSearchBody>) => searchEvents(client(), eventScopeOf(auth.orgId, body), body),
+  } as const;
+  return {
+    routes: [
+      // SEARCH /1.0/event is the search; its POST alias cannot share the path (POST /1.0/event
+      // sends events), so it is POST /1.0/event/search: the same route otherwise. OpenAPI has no
+      // SEARCH method and documents the POST.
+      defineRoute<EventSearchBody>({ ...search, operationId: 'searchEventsWithSearchMethod', method: 'SEARCH', path: '/1.0/event' }),
+      defineRoute<EventSearchBody>({
+        ...search,
+        operationId: 'searchEvents',
+        method: 'POST',
+        path: '/1.0/event/search',
+        description: 'Also served as `SEARCH /1.0/event` (same body, scope, limits and answers).',
+      }),
+      defineRoute<EventAggregationBody>({
+        operationId: 'aggregateEvents',
+        method: 'SEARCH',
+        aliases: ['POST'],
+        path: '/1.0/event/aggregation',
+        tag: 'events',
+        summary: 'Event counts (and unique users) grouped by ordered group_by rules, with dense date histograms',
+        scope: 'events:read',
+        rateLimit: 'event read',
+        body: {
+          schema: eventAggregationBodySchema,
+          limitBytes,
+          example: {
+            range: { field: 'timestamp', start: '2026-11-01T00:00:00Z', end: '2026-11-07T23:59:59Z' },
+            group_by: [{ field: 'event_name' }, { field: 'timestamp', date_histogram_min_interval: 'day', date_histogram_buckets: 7 }],
+            metrics: ['count', 'unique_users'],
+          },
+        },
+        success: { status: 200, description: '`{took, hits: {total: {value}}, unique_users?, aggregations}`', ...EVENT_RESULT_SCHEMAS.aggregation },
+        errors: READ_ERRORS,
+        handler: ({ auth, body }) => aggregateEvents(client(), eventScopeOf(auth.orgId, body), body.group_by as EventGroupByRule[], body.metrics),
+      }),
+      defineRoute({
+        operationId: 'getUserProfile',
+        method: 'GET',
+        path: '/1.0/user/:user_alias',
+        tag: 'events',
+        summary: "A user's first and last event, event count, current properties and groups",
+        scope: 'events:read',
+        rateLimit: 'event read',
+        params: { user_alias: { description: 'The user_alias the events were sent with (URL-encoded)', schema: { type: 'string', minLength: 1, maxLength: 255 }, example: 'user-42' } },
+        success: { status: 200, description: 'The profile', ...EVENT_RESULT_SCHEMAS.profile },
+        errors: [400, 401, 403, 404, 429, 503],
+        handler: ({ auth, params }) => {
+          const alias = params.user_alias ?? '';
+          if (alias.length < 1 || alias.length > 255) throw invalid('user_alias must be 1 to 255 characters', [{ path: 'user_alias', message: 'must be 1 to 255 characters' }]);
+          return userProfile(client(), auth.orgId, alias);
+        },
+      }),
+    ],
+  };
+}

@@ -1,0 +1,98 @@
+/**
+ * The one source every event read starts from. Like the survey responses' `fromScope`, the tenant
+ * guard is part of the source: `FROM events ... WHERE org_id = <token's org> AND ...`, and every
+ * table joined to it (the users' current properties, their current group memberships) is read
+ * through the same organization placeholder, so no query can forget it on any table it reads.
+ */
+import type { ClickHouseSettings } from '@clickhouse/client';
+import type { ParamBag } from '../../clickhouse/sql.ts';
+import { compileEventFilter } from './compile.ts';
+import type { EventFilterNode } from './filters.ts';
+
+/**
+ * Resource limits for every event read (pass as `clickhouse_settings`): the survey reads' limits
+ * (src/responses/compile.ts explains the sizing). Over a limit ClickHouse throws and
+ * src/clickhouse/errors.ts maps it (400 query_too_expensive, or 503 for a timeout).
+ */
+export const EVENT_QUERY_SETTINGS: ClickHouseSettings = Object.freeze({
+  max_execution_time: 15,
+  timeout_overflow_mode: 'throw',
+  max_rows_to_read: '100000000',
+  read_overflow_mode: 'throw',
+  max_memory_usage: '2147483648',
+});
+
+export interface EventScope {
+  orgId: string;
+  filtersBool: 'AND' | 'OR';
+  filters: readonly EventFilterNode[];
+  /** Inclusive DateTime64(6) texts. */
+  range?: { start?: string; end?: string };
+}
+
+export const DT = "DateTime64(6, 'UTC')";
+
+/**
+ * A read of the events of one organization. Built once per query on its ParamBag: the org
+ * placeholder is created here and reused by every joined table.
+ */
+export class EventSource {
+  readonly org: string;
+  constructor(readonly scope: EventScope, readonly bag: ParamBag) {
+    this.org = bag.add(scope.orgId, 'UUID');
+  }
+
+  /** The WHERE expression: org first, then the timestamp range, then the filters joined by filtersBool. */
+  where(): string {
+    const { scope, bag } = this;
+    const parts = [`org_id = ${this.org}`];
+    if (scope.range?.start !== undefined) parts.push(`timestamp >= ${bag.add(scope.range.start, DT)}`);
+    if (scope.range?.end !== undefined) parts.push(`timestamp <= ${bag.add(scope.range.end, DT)}`);
+    if (scope.filters.length > 0) {
+      const joiner = scope.filtersBool === 'OR' ? ' OR ' : ' AND ';
+      parts.push(`(${scope.filters.map((f) => compileEventFilter(f, this)).join(joiner)})`);
+    }
+    return parts.join(' AND ');
+  }
+
+  /** `FROM events [joins] WHERE <scope>`; `joins` come from the methods below. */
+  from(joins: readonly string[] = []): string {
+    return `FROM events${joins.map((j) => ` ${j}`).join('')} WHERE ${this.where()}`;
+  }
+
+  /** The users of this organization whose current value of property `keyParam` satisfies `cond` (an expression of `value`, the raw JSON). */
+  usersWithProperty(keyParam: string, cond: string): string {
+    return `SELECT user_id FROM user_properties FINAL WHERE org_id = ${this.org} AND key = ${keyParam} AND ${cond}`;
+  }
+
+  /** The users of this organization currently in one of the groups (an Array(UUID) placeholder). */
+  usersInGroups(groupIdsParam: string): string {
+    return `SELECT user_id FROM group_memberships FINAL WHERE org_id = ${this.org} AND has(${groupIdsParam}, group_id)`;
+  }
+
+  /** One user's current properties: rows {key, value (raw JSON)}. */
+  propertiesOfUser(userParam: string): string {
+    return `SELECT key, value FROM user_properties FINAL WHERE org_id = ${this.org} AND user_id = ${userParam} ORDER BY key`;
+  }
+
+  /** One user's current groups: rows {group_id, group_type, group_name}. */
+  groupsOfUser(userParam: string): string {
+    return (
+      `SELECT group_id, group_type, group_name FROM group_memberships FINAL ` +
+      `WHERE org_id = ${this.org} AND user_id = ${userParam} ORDER BY group_type, group_name`
+    );
+  }
+
+  /** LEFT JOIN of each user's current value of a property, as column `column` ('' for none). */
+  joinUserProperty(keyParam: string, column: string): string {
+    return `LEFT JOIN (SELECT user_id, value AS ${column} FROM user_properties FINAL WHERE org_id = ${this.org} AND key = ${keyParam}) AS ${column}_j USING (user_id)`;
+  }
+
+  /** LEFT JOIN of each user's current group names of one type, as Array(String) column `column` ([] for none). */
+  joinGroupNames(groupTypeParam: string, column: string): string {
+    return (
+      `LEFT JOIN (SELECT user_id, groupArray(group_name) AS ${column} FROM group_memberships FINAL ` +
+      `WHERE org_id = ${this.org} AND group_type = ${groupTypeParam} GROUP BY user_id) AS ${column}_j USING (user_id)`
+    );
+  }
+}
