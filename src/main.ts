@@ -15,7 +15,7 @@ const USAGE = `usage: tallyhouse <command>
   serve                      run the HTTP service (npm start)
   migrate                    apply schema/*.sql to the database
   token create|list|revoke   manage API tokens
-  seed --responses N [--org ID] [--surveys S] [--days D]   write synthetic survey responses
+  seed [--responses N] [--events N] [--org ID] [--surveys S] [--days D]   write synthetic survey responses and events
 
 ${TOKEN_USAGE}
 

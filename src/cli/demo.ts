@@ -3,6 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Database } from '../clickhouse/connection.ts';
 import type { Logger } from '../log.ts';
+import { seedEvents } from '../seed/events.ts';
 import { seedResponses } from '../seed/responses.ts';
 import { TokenCache } from '../tokens/cache.ts';
 import { mintToken, SCOPES, type Scope } from '../tokens/tokens.ts';
@@ -14,10 +15,12 @@ export interface Demo {
 }
 
 const DEMO_RESPONSES = 5000;
+/** About 200 users (user-1 .. user-200) over 30 days, the ingest bench's mix. */
+const DEMO_EVENTS = 20_000;
 
 /**
  * First run on an empty embedded data directory: a demo organization with one token per scope and
- * a few thousand survey responses, so every endpoint answers with data out of the box. The tokens
+ * a few thousand survey responses and events, so every endpoint answers with data out of the box. The tokens
  * are kept in DATA_DIR/demo.json (mode 0600, inside the 0700 data directory) so later starts can
  * print them again; the database still stores only their hashes.
  */
@@ -38,6 +41,8 @@ export async function ensureDemo(db: Database, dataDir: string, log: Logger): Pr
   const tokens = await mintAll(db, orgId);
   log.info({ msg: 'seeding demo survey responses', responses: DEMO_RESPONSES });
   const seeded = await seedResponses(db.client(), { orgId, responses: DEMO_RESPONSES, surveys: 3, days: 30 });
+  log.info({ msg: 'seeding demo events', events: DEMO_EVENTS });
+  await seedEvents(db.client(), { orgId, events: DEMO_EVENTS, days: 30 });
   const demo: Demo = { org_id: orgId, tokens, survey_ids: seeded.surveyIds };
   writeFileSync(file, JSON.stringify(demo, null, 2), { mode: 0o600 });
   return demo;
@@ -60,6 +65,7 @@ tallyhouse is running at ${baseUrl} (embedded ClickHouse engine)
 
 Demo organization ${demo.org_id}
   events           ${t.events}
+  events:read      ${t['events:read']}
   releases         ${t.releases}
   responses:read   ${t['responses:read']}
   responses:write  ${t['responses:write']}
@@ -82,6 +88,14 @@ curl -s -X SEARCH '${baseUrl}/1.0/survey/${survey}/response/summary' -H 'Authori
 
 curl -s -X SEARCH '${baseUrl}/1.0/survey/*/response/aggregation' -H 'Authorization: Bearer ${t['responses:read']}' -H 'Content-Type: application/json' \\
   -d '{"range":{"field":"created_at","start":"${weekAgo}T00:00:00Z","end":"${today}T23:59:59Z"},"group_by":[{"field":"completion"},{"field":"created_at","date_histogram_min_interval":"day","date_histogram_buckets":7}]}'
+
+curl -s -X SEARCH ${baseUrl}/1.0/event -H 'Authorization: Bearer ${t['events:read']}' -H 'Content-Type: application/json' \\
+  -d '{"size":2,"filters":[{"key":"type","operator":"eq","value":"track"},{"key":"property","property_key":"plan","operator":"eq","value":"pro"}]}'
+
+curl -s -X SEARCH ${baseUrl}/1.0/event/aggregation -H 'Authorization: Bearer ${t['events:read']}' -H 'Content-Type: application/json' \\
+  -d '{"range":{"field":"timestamp","start":"${weekAgo}T00:00:00Z","end":"${today}T23:59:59Z"},"group_by":[{"field":"event_name"},{"field":"timestamp","date_histogram_min_interval":"day","date_histogram_buckets":7}],"metrics":["count","unique_users"]}'
+
+curl -s ${baseUrl}/1.0/user/user-1 -H 'Authorization: Bearer ${t['events:read']}'
 
 API docs: ${baseUrl}/openapi.json and README.md. Stop with Ctrl-C.
 `;

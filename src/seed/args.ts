@@ -4,10 +4,14 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parseArgs, UsageError } from '../cli/args.ts';
+import { EVENT_SEED_LIMITS } from './events.ts';
 import { SEED_LIMITS, UUID_RE } from './responses.ts';
 
 export interface SeedArgs {
+  /** 0 when only events are asked for. */
   responses: number;
+  /** 0 when only responses are asked for. */
+  events: number;
   orgId: string;
   /** Whether orgId was generated (then the command prints it, so tokens can be minted for it). */
   orgGenerated: boolean;
@@ -16,15 +20,17 @@ export interface SeedArgs {
   seed: number;
 }
 
-export const SEED_USAGE = `usage: tallyhouse seed --responses N [--org ID] [--surveys S] [--days D] [--seed X]
+export const SEED_USAGE = `usage: tallyhouse seed [--responses N] [--events N] [--org ID] [--surveys S] [--days D] [--seed X]
   --responses N   responses to write, ${SEED_LIMITS.responses.min}..${SEED_LIMITS.responses.max} (10000, 10_000, 500k, 10M)
+  --events N      events to write (the ingest bench's mix of types, users and groups), ${EVENT_SEED_LIMITS.min}..${EVENT_SEED_LIMITS.max}
+                  (at least one of --responses and --events)
   --org ID        organization UUID (default: a new random one, printed)
   --surveys S     surveys to spread them over, ${SEED_LIMITS.surveys.min}..${SEED_LIMITS.surveys.max} (default 5)
-  --days D        created_at spans the last D days, ${SEED_LIMITS.days.min}..${SEED_LIMITS.days.max} (default 90)
+  --days D        created_at (and event timestamps) span the last D days, ${SEED_LIMITS.days.min}..${SEED_LIMITS.days.max} (default 90)
   --seed X        variant of the data, ${SEED_LIMITS.seed.min}.. (default 0)
 Each run adds new responses; runs for one org and seed share its surveys, respondents and groups.`;
 
-const FLAGS = ['responses', 'org', 'surveys', 'days', 'seed'] as const;
+const FLAGS = ['responses', 'events', 'org', 'surveys', 'days', 'seed'] as const;
 const MULTIPLIER: Record<string, number> = { '': 1, k: 1_000, m: 1_000_000 };
 
 /** A whole number as people type it: `10000`, `10_000`, `10,000`, `500k`, `10M`. */
@@ -35,13 +41,15 @@ export function parseCount(raw: string): number | undefined {
   return Number.isSafeInteger(n) ? n : undefined;
 }
 
-function count(flags: Record<string, string | true>, name: keyof typeof SEED_LIMITS, fallback?: number): number {
+const LIMITS = { ...SEED_LIMITS, events: EVENT_SEED_LIMITS };
+
+function count(flags: Record<string, string | true>, name: keyof typeof LIMITS, fallback?: number): number {
   const raw = flags[name];
   if (raw === undefined) {
     if (fallback === undefined) throw new UsageError(`--${name} is required\n\n${SEED_USAGE}`);
     return fallback;
   }
-  const { min, max } = SEED_LIMITS[name];
+  const { min, max } = LIMITS[name];
   const n = raw === true ? undefined : parseCount(raw);
   if (n === undefined || n < min || n > max) {
     const got = raw === true ? 'no value' : JSON.stringify(raw);
@@ -56,7 +64,9 @@ export function parseSeedArgs(argv: string[]): SeedArgs {
   const unknown = Object.keys(flags).filter((f) => !(FLAGS as readonly string[]).includes(f));
   if (unknown.length > 0) throw new UsageError(`unknown option --${unknown[0]}\n\n${SEED_USAGE}`);
 
-  const responses = count(flags, 'responses');
+  if (flags.responses === undefined && flags.events === undefined) throw new UsageError(`--responses or --events is required\n\n${SEED_USAGE}`);
+  const responses = flags.responses === undefined ? 0 : count(flags, 'responses');
+  const events = flags.events === undefined ? 0 : count(flags, 'events');
   const surveys = count(flags, 'surveys', 5);
   const days = count(flags, 'days', 90);
   const seed = count(flags, 'seed', 0);
@@ -64,5 +74,5 @@ export function parseSeedArgs(argv: string[]): SeedArgs {
   if (org !== undefined && (org === true || !UUID_RE.test(org))) {
     throw new UsageError(`--org must be an organization UUID, e.g. ${randomUUID()}, got ${org === true ? 'no value' : JSON.stringify(org)}`);
   }
-  return { responses, orgId: org === undefined ? randomUUID() : org.toLowerCase(), orgGenerated: org === undefined, surveys, days, seed };
+  return { responses, events, orgId: org === undefined ? randomUUID() : org.toLowerCase(), orgGenerated: org === undefined, surveys, days, seed };
 }

@@ -1,9 +1,10 @@
 /**
- * `tallyhouse seed`: writes synthetic survey responses. Progress goes to stderr (one line per
+ * `tallyhouse seed`: writes synthetic survey responses and/or events. Progress goes to stderr (one line per
  * chunk, only for runs of several chunks); the result goes to stdout as the last line.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { parseSeedArgs } from './args.ts';
+import { parseSeedArgs, type SeedArgs } from './args.ts';
+import { seedEvents } from './events.ts';
 import { seedResponses } from './responses.ts';
 
 export interface SeedIo {
@@ -21,6 +22,26 @@ const fmt = (n: number) => n.toLocaleString('en-US');
 export async function runSeedCommand(client: ClickHouseClient, argv: string[], io: SeedIo = defaultIo): Promise<void> {
   const args = parseSeedArgs(argv);
   if (args.orgGenerated) io.err(`no --org given: seeding new organization ${args.orgId}`);
+  if (args.responses > 0) await seedResponsesCommand(client, args, io);
+  if (args.events > 0) await seedEventsCommand(client, args, io);
+}
+
+/** One progress line per chunk on stderr, except for a run that finishes within a second. */
+function progress(io: SeedIo, what: string, started: number) {
+  return (done: number, total: number) => {
+    if (done === total && performance.now() - started < 1000) return;
+    const seconds = (performance.now() - started) / 1000;
+    io.err(`seed: ${fmt(done)} / ${fmt(total)} ${what} (${((done / total) * 100).toFixed(1)}%), ${seconds.toFixed(1)} s, ${fmt(Math.round(done / seconds))} ${what}/s`);
+  };
+}
+
+async function seedEventsCommand(client: ClickHouseClient, args: SeedArgs, io: SeedIo): Promise<void> {
+  const result = await seedEvents(client, { orgId: args.orgId, events: args.events, days: args.days, onProgress: progress(io, 'events', performance.now()) });
+  const rate = Math.round(result.inserted / Math.max(result.seconds, 0.001));
+  io.out(`seeded ${fmt(result.inserted)} events of ${fmt(result.users)} users in ${result.seconds.toFixed(1)} s (${fmt(rate)} events/s) for org ${args.orgId}`);
+}
+
+async function seedResponsesCommand(client: ClickHouseClient, args: SeedArgs, io: SeedIo): Promise<void> {
   const started = performance.now();
   const result = await seedResponses(client, {
     orgId: args.orgId,
@@ -28,12 +49,7 @@ export async function runSeedCommand(client: ClickHouseClient, argv: string[], i
     surveys: args.surveys,
     days: args.days,
     seed: args.seed,
-    onProgress: (done, total) => {
-      // A short run (one quick chunk) needs no progress line, only the result.
-      if (done === total && performance.now() - started < 1000) return;
-      const seconds = (performance.now() - started) / 1000;
-      io.err(`seed: ${fmt(done)} / ${fmt(total)} responses (${((done / total) * 100).toFixed(1)}%), ${seconds.toFixed(1)} s, ${fmt(Math.round(done / seconds))} responses/s`);
-    },
+    onProgress: progress(io, 'responses', started),
   });
   const rate = Math.round(result.inserted / Math.max(result.seconds, 0.001));
   io.out(`seeded ${fmt(result.inserted)} responses in ${result.seconds.toFixed(1)} s (${fmt(rate)} responses/s) for org ${args.orgId}, surveys ${result.surveyIds.join(',')}`);

@@ -107,7 +107,7 @@ describe('tallyhouse serve + CLI on one data directory', function () {
     expect(bad.code).to.equal(2);
     expect(bad.stderr).to.match(/--org must be a UUID/);
     const badScope = await cli('token', 'create', '--org', '11111111-2222-4333-8444-555555555555', '--scope', 'admin').catch((e) => e);
-    expect(badScope.stderr).to.match(/--scope must be a comma list of events, releases, responses:read, responses:write/);
+    expect(badScope.stderr).to.match(/--scope must be a comma list of events, events:read, releases, responses:read, responses:write/);
     const badEnv = await run(process.execPath, [BIN, 'migrate'], { env: { ...env(), PORT: 'x' } }).catch((e) => e);
     expect(badEnv.code).to.equal(2);
     expect(badEnv.stderr).to.match(/PORT="x"/);

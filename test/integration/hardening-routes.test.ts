@@ -61,7 +61,7 @@ describe('hardening: routes, parameters and body shapes', function () {
       expect(res.status).to.equal(400);
     });
     for (const [method, path, allow] of [
-      ['SEARCH', '/1.0/event', 'POST'],
+      ['PUT', '/1.0/event', 'SEARCH'],
       ['PROPFIND', '/1.0/event', 'POST'],
       ['GET', '/1.0/event', 'POST'],
       ['DELETE', '/1.0/release', 'GET'],

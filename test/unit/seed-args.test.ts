@@ -33,12 +33,18 @@ describe('seed arguments', () => {
   it('takes every option, in both --flag value and --flag=value forms', () => {
     expect(parseSeedArgs(['--responses', '10M', `--org=${ORG.toUpperCase()}`, '--surveys', '7', '--days=30', '--seed', '3'])).to.deep.equal({
       responses: 10_000_000,
+      events: 0,
       orgId: ORG,
       orgGenerated: false,
       surveys: 7,
       days: 30,
       seed: 3,
     });
+  });
+
+  it('takes --events alone or with --responses', () => {
+    expect(parseSeedArgs(['--events', '10M'])).to.include({ events: 10_000_000, responses: 0, days: 90 });
+    expect(parseSeedArgs(['--events', '5k', '--responses', '2k', '--days', '7'])).to.include({ events: 5000, responses: 2000, days: 7 });
   });
 
   it('defaults to 5 surveys over 90 days, seed 0, and a new random org', () => {
@@ -49,8 +55,9 @@ describe('seed arguments', () => {
   });
 
   const bad: Array<[string[], RegExp]> = [
-    [[], /--responses is required/],
-    [['--surveys', '3'], /--responses is required/],
+    [[], /--responses or --events is required/],
+    [['--surveys', '3'], /--responses or --events is required/],
+    [['--events', '0'], /--events must be a whole number from 1 to 1000000000, got "0"/],
     [['--responses'], /--responses must be a whole number from 1 to 100000000, got no value/],
     [['--responses', '0'], /--responses must be a whole number from 1 to 100000000, got "0"/],
     [['--responses', 'lots'], /--responses must be a whole number .* got "lots"/],
@@ -74,7 +81,7 @@ describe('seed arguments', () => {
   }
 
   it('shows the usage when an option is missing or unknown', () => {
-    expect(() => parseSeedArgs([])).to.throw(UsageError, /usage: tallyhouse seed --responses N/);
+    expect(() => parseSeedArgs([])).to.throw(UsageError, /usage: tallyhouse seed \[--responses N\] \[--events N\]/);
     expect(() => parseSeedArgs(['--responses', '1', '--bogus', '2'])).to.throw(UsageError, /--days D/);
   });
 });

@@ -1,0 +1,82 @@
+/**
+ * Event reads bench: first-run latency over HTTP of the four reads the issue sets targets for,
+ * on N events of one organization over 90 days (10M by default), embedded engine.
+ *
+ *   node --import tsx bench/events/run.ts [--events 10M] [--iterations 20] [--data-dir DIR]
+ *
+ * The data set is seeded once into a persistent DATA_DIR (bench/.data/events-<N>) with
+ * `seedEvents` (the `tallyhouse seed --events` generator) and merged (OPTIMIZE FINAL), then reused.
+ * "First run": every iteration moves the range end by one millisecond, so the SQL parameters
+ * differ and the 3 s polling cache never answers. The load average is printed with the figures:
+ * on a shared machine they measure the contention as much as the service.
+ */
+import os from 'node:os';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { parseCount } from '../../src/seed/args.ts';
+import { seedEvents } from '../../src/seed/events.ts';
+import { mintToken } from '../../src/tokens/tokens.ts';
+import { parseFlags, positiveInt } from '../lib/args.ts';
+import { REPO_ROOT } from '../lib/machine.ts';
+import { startService } from '../lib/service.ts';
+import { summarize } from '../lib/stats.ts';
+import { closeAgent, timedRequest } from '../query/http.ts';
+
+const DAY = 86_400_000;
+const TARGETS_MS: Record<string, number> = {
+  'count by event_name x 100 daily buckets': 100,
+  'unique users per day': 200,
+  'property filter + daily histogram': 300,
+  'search newest page + exact count': 100,
+};
+
+const USAGE = 'usage: node --import tsx bench/events/run.ts [--events 10M] [--iterations 20] [--data-dir DIR]';
+const flags = parseFlags(process.argv.slice(2), { events: { type: 'string' }, iterations: { type: 'string' }, 'data-dir': { type: 'string' } }, USAGE);
+const events = flags.events ? parseCount(flags.events) ?? 10_000_000 : 10_000_000;
+const iterations = positiveInt('iterations', flags.iterations, 20);
+const dataDir = resolve(flags['data-dir'] ?? join(REPO_ROOT, 'bench/.data', `events-${events}`));
+const log = (line: string) => process.stderr.write(`[events] ${line}\n`);
+
+const svc = await startService({ dataDir, embeddedOnly: true, log });
+try {
+  const stateFile = join(dataDir, 'bench-events.json');
+  let state: { orgId: string; now: number } | undefined = existsSync(stateFile) ? JSON.parse(readFileSync(stateFile, 'utf8')) : undefined;
+  if (!state) {
+    const orgId = crypto.randomUUID();
+    const now = Date.now();
+    log(`seeding ${events.toLocaleString('en-US')} events over 90 days into org ${orgId}`);
+    const t0 = performance.now();
+    await seedEvents(svc.client, { orgId, events, days: 90, now: new Date(now), onProgress: (d, t) => log(`seed ${d.toLocaleString('en-US')} / ${t.toLocaleString('en-US')}, ${((performance.now() - t0) / 1000).toFixed(0)} s`) });
+    log('OPTIMIZE TABLE events FINAL');
+    await svc.client.command({ query: 'OPTIMIZE TABLE events FINAL', clickhouse_settings: { max_execution_time: 3600 } });
+    state = { orgId, now };
+    writeFileSync(stateFile, JSON.stringify(state));
+  }
+  const token = (await mintToken(svc.client, state.orgId, ['events:read'], 'bench')).token;
+  const end = (i: number) => new Date(state!.now - i).toISOString();
+  const start = new Date(state.now - 100 * DAY + 1).toISOString();
+  const daily = { field: 'timestamp', date_histogram_min_interval: 'day', date_histogram_buckets: 100 };
+  const cases: [string, string, (i: number) => unknown][] = [
+    ['count by event_name x 100 daily buckets', '/1.0/event/aggregation', (i) => ({ range: { start, end: end(i) }, group_by: [{ field: 'event_name' }, daily] })],
+    ['unique users per day', '/1.0/event/aggregation', (i) => ({ range: { start, end: end(i) }, group_by: [daily], metrics: ['unique_users'] })],
+    ['property filter + daily histogram', '/1.0/event/aggregation', (i) => ({ range: { start, end: end(i) }, filters: [{ key: 'property', property_key: 'plan', operator: 'eq', value: 'pro' }], group_by: [daily] })],
+    ['search newest page + exact count', '/1.0/event', (i) => ({ size: 10, range: { start, end: end(i) } })],
+  ];
+  const rows: string[] = [];
+  for (const [name, path, body] of cases) {
+    const ms: number[] = [];
+    for (let i = 0; i < iterations; i++) {
+      const res = await timedRequest(svc.url, 'SEARCH', path, token, body(i));
+      if (res.status !== 200) throw new Error(`${name}: ${res.status} ${res.text.slice(0, 500)}`);
+      ms.push(res.ms);
+    }
+    const s = summarize(ms);
+    const line = `${name.padEnd(42)} p50 ${s.p50.toFixed(0).padStart(6)} ms  p95 ${s.p95.toFixed(0).padStart(6)} ms  target ${TARGETS_MS[name]} ms  load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`;
+    log(line);
+    rows.push(line);
+  }
+  process.stdout.write(`${events.toLocaleString('en-US')} events, ${iterations} first runs per case, ${os.cpus().length} CPUs\n${rows.join('\n')}\n`);
+} finally {
+  closeAgent();
+  await svc.stop();
+}

@@ -1,0 +1,11 @@
+import { startTestService } from './integration/harness.ts';
+import { seedEvents } from '../src/seed/events.ts';
+const svc = await startTestService();
+const t = await svc.token(['events:read']);
+const r = await seedEvents(svc.client, { orgId: svc.orgId, events: 20000 });
+console.log(r);
+console.log(JSON.stringify((await svc.request('GET', '/1.0/user/user-1', { token: t })).body));
+console.log(JSON.stringify((await svc.request('SEARCH', '/1.0/event', { token: t, body: { size: 2 } })).body).slice(0, 1500));
+console.log(JSON.stringify((await svc.request('SEARCH', '/1.0/event/aggregation', { token: t, body: { group_by: [{ field: 'type' }], metrics: ['unique_users'] } })).body));
+await svc.close();
+process.exit(0);
