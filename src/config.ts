@@ -13,7 +13,18 @@ export interface Config {
     user: string;
     password: string;
     database: string;
+    /** Cluster mode: the cluster name in the servers' remote_servers (CLICKHOUSE_CLUSTER). */
+    cluster: string | undefined;
+    /** Cluster mode: every node's HTTP URL, in shard order (CLICKHOUSE_URLS); empty = ON CLUSTER through `url`. */
+    nodeUrls: string[];
+    /** Local tables are Replicated* (CLICKHOUSE_REPLICATED=1). */
+    replicated: boolean;
+    keeperPath: string;
   };
+  /** Embedded engines to start (TALLYHOUSE_EMBEDDED_SHARDS): 1 = one engine, N > 1 = an N-shard embedded cluster. */
+  embeddedShards: number;
+  /** Shared state of several service instances (rate limits): REDIS_URL. */
+  redisUrl: string | undefined;
   dataDir: string;
   rateLimits: { eventsPerSecond: number; releasesPerSecond: number; queriesPerSecond: number };
   bodyLimitBytes: number;
@@ -74,6 +85,38 @@ function identifier(env: Env, key: string, fallback: string): string {
   return raw;
 }
 
+function optionalIdentifier(env: Env, key: string): string | undefined {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,63}$/.test(raw)) throw new ConfigError(key, raw, 'letters, digits and _ (max 64), not starting with a digit');
+  return raw;
+}
+
+function flag(env: Env, key: string): boolean {
+  const raw = env[key];
+  if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
+  if (raw === '1' || raw === 'true') return true;
+  throw new ConfigError(key, raw, '1 or 0');
+}
+
+function urlList(env: Env, key: string): string[] {
+  const raw = env[key];
+  if (raw === undefined || raw.trim() === '') return [];
+  return raw.split(',').map((part, i) => url({ [`${key}[${i}]`]: part.trim() }, `${key}[${i}]`)!);
+}
+
+function redisUrl(env: Env, key: string): string | undefined {
+  const raw = env[key];
+  if (raw === undefined || raw === '') return undefined;
+  try {
+    const u = new URL(raw);
+    if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') throw new Error('protocol');
+    return raw;
+  } catch {
+    throw new ConfigError(key, raw, 'a redis:// or rediss:// URL, e.g. redis://127.0.0.1:6379');
+  }
+}
+
 export function loadConfig(env: Env = process.env): Config {
   return {
     port: int(env, 'PORT', 8080, 0, 65535),
@@ -83,7 +126,13 @@ export function loadConfig(env: Env = process.env): Config {
       user: str(env, 'CLICKHOUSE_USER', 'default'),
       password: str(env, 'CLICKHOUSE_PASSWORD', ''),
       database: identifier(env, 'CLICKHOUSE_DATABASE', 'tallyhouse'),
+      cluster: optionalIdentifier(env, 'CLICKHOUSE_CLUSTER'),
+      nodeUrls: urlList(env, 'CLICKHOUSE_URLS'),
+      replicated: flag(env, 'CLICKHOUSE_REPLICATED'),
+      keeperPath: str(env, 'CLICKHOUSE_KEEPER_PATH', '/clickhouse/tables/{shard}/{database}/{table}'),
     },
+    embeddedShards: int(env, 'TALLYHOUSE_EMBEDDED_SHARDS', 1, 1, 16),
+    redisUrl: redisUrl(env, 'REDIS_URL'),
     dataDir: resolve(str(env, 'DATA_DIR', './data')),
     rateLimits: {
       eventsPerSecond: int(env, 'RATE_LIMIT_EVENTS', 50, 1, 1_000_000),
@@ -109,6 +158,12 @@ export const CONFIG_KEYS: ReadonlyArray<[string, string, string]> = [
   ['CLICKHOUSE_USER', 'default', 'ClickHouse user'],
   ['CLICKHOUSE_PASSWORD', '(empty)', 'ClickHouse password'],
   ['CLICKHOUSE_DATABASE', 'tallyhouse', 'database holding the tables (created by migrations)'],
+  ['CLICKHOUSE_CLUSTER', '(unset)', 'cluster mode: the cluster name; tables become <table>_local on every node + Distributed <table>, sharded by organization'],
+  ['CLICKHOUSE_URLS', '(unset)', 'cluster mode: every node\'s HTTP URL in shard order (DDL node by node); unset = ON CLUSTER through CLICKHOUSE_URL'],
+  ['CLICKHOUSE_REPLICATED', '0', 'cluster mode: 1 = Replicated* local tables ({shard}/{replica} macros)'],
+  ['CLICKHOUSE_KEEPER_PATH', '/clickhouse/tables/{shard}/{database}/{table}', 'cluster mode: Keeper path of replicated tables'],
+  ['TALLYHOUSE_EMBEDDED_SHARDS', '1', 'embedded engine only: N > 1 starts an N-shard embedded cluster in DATA_DIR (dev and tests)'],
+  ['REDIS_URL', '(unset)', 'Redis shared by several service instances: global per-token rate limits'],
   ['DATA_DIR', './data', 'embedded engine data directory'],
   ['RATE_LIMIT_EVENTS', '50', 'requests/s per token on POST /1.0/event'],
   ['RATE_LIMIT_RELEASES', '10', 'requests/s per token on /1.0/release'],

@@ -1,6 +1,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
+import type { ClickHouseClient } from '@clickhouse/client';
+import { clusterStatements, createdTables, type ClusterLayout } from './cluster-ddl.ts';
 import type { Database } from './connection.ts';
 
 export const SCHEMA_DIR = fileURLToPath(new URL('../../schema/', import.meta.url));
@@ -40,38 +42,68 @@ export function splitStatements(sql: string): string[] {
 }
 
 /**
+ * The statements of a migration as one node runs them: as written on a single node; rewritten for
+ * the cluster layout otherwise (cluster-ddl.ts: `<table>_local` + Distributed `<table>`).
+ */
+export function statementsFor(m: Migration, all: readonly Migration[], layout: ClusterLayout | undefined): string[] {
+  if (!layout) return m.statements;
+  const tables = new Set(createdTables(all.flatMap((x) => x.statements)));
+  return m.statements.flatMap((s) => clusterStatements(s, tables, layout));
+}
+
+const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, checksum String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3))
+            ENGINE = ReplacingMergeTree ORDER BY version`;
+
+/**
  * Applies the migrations not yet recorded, in order. Every statement is idempotent
  * (`IF NOT EXISTS`), so two processes migrating at once, or a run interrupted half-way, are safe
- * to (re)run.
+ * to (re)run. In cluster mode each node gets the rewritten statements and keeps its own record
+ * (`schema_migrations` is a plain table on every node), node by node, or once through ON CLUSTER
+ * when only one node's URL is known (the server fans the DDL out).
  */
 export async function migrate(db: Database, migrations = loadMigrations()): Promise<string[]> {
-  await db.adminClient().command({ query: `CREATE DATABASE IF NOT EXISTS ${db.name}` }); // name allow-listed in config.ts
-  const client = db.client();
-  await client.command({
-    query: `CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, checksum String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3))
-            ENGINE = ReplacingMergeTree ORDER BY version`,
-  });
-  const applied = new Set(await appliedVersions(db));
+  const layout = db.cluster?.layout;
+  const targets = db.cluster && !layout?.onCluster ? db.cluster.nodes() : [{ client: db.client(), admin: db.adminClient() }];
+  const done = new Set<string>();
+  for (const node of targets) {
+    for (const name of await migrateNode(node, db.name, migrations, layout)) done.add(name);
+  }
+  return [...done];
+}
+
+async function migrateNode(node: { client: ClickHouseClient; admin: ClickHouseClient }, database: string, migrations: readonly Migration[], layout: ClusterLayout | undefined): Promise<string[]> {
+  const on = layout?.onCluster ? ` ON CLUSTER ${layout.cluster}` : '';
+  await node.admin.command({ query: `CREATE DATABASE IF NOT EXISTS ${database}${on}` }); // name allow-listed in config.ts
+  await node.client.command({ query: MIGRATIONS_TABLE });
+  const applied = new Set(await appliedVersionsOf(node.client));
   const done: string[] = [];
   for (const m of migrations) {
     if (applied.has(m.version)) continue;
-    for (const statement of m.statements) await client.command({ query: statement });
-    await client.insert({ table: 'schema_migrations', values: [{ version: m.version, name: m.name, checksum: m.checksum }], format: 'JSONEachRow' });
+    for (const statement of statementsFor(m, migrations, layout)) await node.client.command({ query: statement });
+    await node.client.insert({ table: 'schema_migrations', values: [{ version: m.version, name: m.name, checksum: m.checksum }], format: 'JSONEachRow' });
     done.push(m.name);
   }
   return done;
 }
 
-export async function appliedVersions(db: Database): Promise<number[]> {
-  const rs = await db.client().query({ query: 'SELECT DISTINCT version FROM schema_migrations ORDER BY version', format: 'JSONEachRow' });
+async function appliedVersionsOf(client: ClickHouseClient): Promise<number[]> {
+  const rs = await client.query({ query: 'SELECT DISTINCT version FROM schema_migrations ORDER BY version', format: 'JSONEachRow' });
   return (await rs.json<{ version: number }>()).map((r) => r.version);
 }
 
-/** True when every migration in schema/ is recorded: /readyz uses it. */
+export async function appliedVersions(db: Database): Promise<number[]> {
+  return appliedVersionsOf(db.client());
+}
+
+/** True when every migration in schema/ is recorded (on every node in cluster mode): /readyz uses it. */
 export async function migrationsApplied(db: Database, migrations = loadMigrations()): Promise<boolean> {
   try {
-    const applied = new Set(await appliedVersions(db));
-    return migrations.every((m) => applied.has(m.version));
+    const clients = db.cluster && !db.cluster.layout.onCluster ? db.cluster.nodes().map((n) => n.client) : [db.client()];
+    for (const client of clients) {
+      const applied = new Set(await appliedVersionsOf(client));
+      if (!migrations.every((m) => applied.has(m.version))) return false;
+    }
+    return true;
   } catch {
     return false;
   }
