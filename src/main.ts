@@ -8,6 +8,7 @@ import { createLogger, type Logger } from './log.ts';
 import { parseSeedArgs } from './seed/args.ts';
 import { runSeedCommand } from './seed/cli.ts';
 import { createApp } from './server/app.ts';
+import { connectSharedLimits } from './server/shared-limits.ts';
 import { features } from './routes.ts';
 import { TokenCache } from './tokens/cache.ts';
 
@@ -28,7 +29,8 @@ async function serve(config: Config, log: Logger): Promise<void> {
   const db = await connectDatabase(config, log, { supervise: true });
   const applied = await migrate(db);
   if (applied.length) log.info({ msg: 'migrations applied', applied });
-  const deps = { config, db, log, tokens: new TokenCache() };
+  const sharedLimits = config.redisUrl ? connectSharedLimits(config.redisUrl, log) : undefined;
+  const deps = { config, db, log, tokens: new TokenCache(), sharedLimits };
   const app = createApp(deps, features(deps));
   const port = await app.listen(config.port, config.host);
   log.info({ msg: 'listening', host: config.host, port, engine: db.mode() });
@@ -45,6 +47,7 @@ async function serve(config: Config, log: Logger): Promise<void> {
     const force = setTimeout(() => process.exit(1), 30_000);
     force.unref();
     await app.close();
+    await sharedLimits?.close();
     await db.close();
     log.info({ msg: 'stopped' });
     process.exit(0);

@@ -1,8 +1,10 @@
 import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
+import { connectEmbeddedCluster, connectExternalCluster } from './cluster.ts';
 import { unavailable } from '../errors.ts';
-import { EngineProcess, findRunningEngine, ping, sleep, type EngineEndpoint } from './engine.ts';
+import type { ClusterLayout } from './cluster-ddl.ts';
+import { EngineProcess, findRunningEngine, ping, sleep, type EngineEndpoint, type EngineOptions } from './engine.ts';
 
 /**
  * The one place that builds @clickhouse/client clients, always over HTTP. `Database.client()`
@@ -22,6 +24,15 @@ export interface Database {
   /** 'embedded-owned' | 'embedded-shared' | 'external' */
   mode(): string;
   close(): Promise<void>;
+  /** Cluster mode (CLICKHOUSE_CLUSTER or an embedded cluster): the layout and every node. */
+  readonly cluster?: { layout: ClusterLayout; nodes(): DatabaseNode[] };
+}
+
+/** One node of a cluster, for what must run node by node (DDL, health). */
+export interface DatabaseNode {
+  url: string;
+  client: ClickHouseClient;
+  admin: ClickHouseClient;
 }
 
 export function buildClient(endpoint: EngineEndpoint, config: Config, database: string | undefined, maxOpenConnections = 64): ClickHouseClient {
@@ -41,6 +52,7 @@ export function buildClient(endpoint: EngineEndpoint, config: Config, database: 
     // Failures reach our own error handling and request log; the client's logger would repeat them.
     log: { level: ClickHouseLogLevel.OFF },
     clickhouse_settings: {
+      ...clusterSettings(config),
       // Dates come back as ISO-like text we format ourselves; 64-bit ints as numbers in JSON.
       output_format_json_quote_64bit_integers: 0,
       date_time_input_format: 'best_effort',
@@ -48,9 +60,25 @@ export function buildClient(endpoint: EngineEndpoint, config: Config, database: 
   });
 }
 
+/**
+ * Cluster mode, every query: a write of one request reaches its shard before the INSERT answers
+ * (200 still means committed); a query of one organization goes only to its shard (the sharding
+ * key is cityHash64(org_id) and every query filters org_id = {org}), so another shard being down
+ * does not fail it; subqueries and joins over other Distributed tables read the local table of the
+ * same shard, which holds the same organization's rows.
+ */
+function clusterSettings(config: Config): Record<string, string | number> {
+  if (!config.clickhouse.cluster && config.embeddedShards <= 1) return {};
+  return {
+    distributed_foreground_insert: 1,
+    optimize_skip_unused_shards: 1,
+    distributed_product_mode: 'local',
+  };
+}
+
 const HEALTH_INTERVAL_MS = 1000;
 
-class ClientPair {
+export class ClientPair {
   readonly main: ClickHouseClient;
   readonly admin: ClickHouseClient;
   constructor(readonly endpoint: EngineEndpoint, config: Config) {
@@ -111,14 +139,19 @@ class ExternalDatabase implements Database {
  * supervises its own. If the engine dies (its child exits, or the shared one stops answering), the
  * supervisor brings one back; meanwhile client() throws 503.
  */
-class EmbeddedDatabase implements Database {
+export class EmbeddedDatabase implements Database {
   private pair: ClientPair | undefined;
   private owned: EngineProcess | undefined;
   private closing = false;
   private recovering: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly config: Config, private readonly log: Logger, private readonly supervise: boolean) {}
+  constructor(
+    private readonly config: Config,
+    private readonly log: Logger,
+    private readonly supervise: boolean,
+    private readonly engineOptions: EngineOptions = {},
+  ) {}
 
   get name() {
     return this.config.clickhouse.database;
@@ -144,7 +177,7 @@ class EmbeddedDatabase implements Database {
       }
       try {
         const previousPort = this.pair ? Number(new URL(this.pair.endpoint.url).port) : undefined;
-        const engine = await EngineProcess.start(this.config.dataDir, this.log, previousPort);
+        const engine = await EngineProcess.start(this.config.dataDir, this.log, previousPort, this.engineOptions);
         await this.use(engine.endpoint, engine);
         if (this.supervise) void engine.exitPromise.then((code) => this.onOwnedExit(engine, code));
         return;
@@ -236,6 +269,8 @@ class EmbeddedDatabase implements Database {
  * `supervise` (the server) restarts a dead embedded engine; one-shot commands do not.
  */
 export async function connectDatabase(config: Config, log: Logger, opts: { supervise: boolean }): Promise<Database> {
+  if (config.clickhouse.url && config.clickhouse.cluster) return connectExternalCluster(config, log);
+  if (!config.clickhouse.url && config.embeddedShards > 1) return connectEmbeddedCluster(config, log, opts);
   if (config.clickhouse.url) {
     const db = new ExternalDatabase(config, log);
     await db.waitUntilUp(30_000);

@@ -28,14 +28,24 @@ export interface EngineEndpoint {
 const CHILD_SCRIPT = fileURLToPath(new URL('./engine-child.js', import.meta.url));
 const READY_TIMEOUT_MS = 60_000;
 
-export function prepareDataDir(dataDir: string): { key: string; configPath: string } {
+/** What an engine of an embedded cluster adds to a plain one (embedded-cluster.ts). */
+export interface EngineOptions {
+  /** Native TCP port, for the other shards' Distributed queries (loopback only). */
+  tcpPort?: number;
+  /** More config elements (remote_servers, ...), inside <clickhouse>. */
+  extraConfigXml?: string;
+  /** More command-line settings (e.g. --distributed_foreground_insert=1). */
+  extraArgs?: readonly string[];
+}
+
+export function prepareDataDir(dataDir: string, extraConfigXml = ''): { key: string; configPath: string } {
   mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   chmodSync(dataDir, 0o700);
   const keyPath = join(dataDir, 'engine.key');
   if (!existsSync(keyPath)) writeFileSync(keyPath, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
   const key = readFileSync(keyPath, 'utf8').trim();
   const configPath = join(dataDir, 'engine.xml');
-  writeFileSync(configPath, engineConfigXml(key), { mode: 0o600 });
+  writeFileSync(configPath, engineConfigXml(key).replace('</clickhouse>', `${extraConfigXml}</clickhouse>`), { mode: 0o600 });
   return { key, configPath };
 }
 
@@ -142,8 +152,8 @@ export class EngineProcess {
    * Starts an engine on `dataDir`. Rejects if the child exits before it answers (for instance
    * because another process holds the directory), so the caller can look for that one instead.
    */
-  static async start(dataDir: string, log: Logger, preferredPort?: number): Promise<EngineProcess> {
-    const { key, configPath } = prepareDataDir(dataDir);
+  static async start(dataDir: string, log: Logger, preferredPort?: number, options: EngineOptions = {}): Promise<EngineProcess> {
+    const { key, configPath } = prepareDataDir(dataDir, options.extraConfigXml);
     const port = await freePort(preferredPort);
     const logFd = openSync(join(dataDir, 'engine.log'), 'a', 0o600);
     const args = [
@@ -152,7 +162,9 @@ export class EngineProcess {
       `--http_port=${port}`,
       '--listen_host=127.0.0.1',
       '--multiquery',
-      '--query=SYSTEM START LISTEN HTTP; SELECT count() FROM table FORMAT Null',
+      ...(options.tcpPort ? [`--tcp_port=${options.tcpPort}`] : []),
+      ...(options.extraArgs ?? []),
+      `--query=SYSTEM START LISTEN HTTP;${options.tcpPort ? ' SYSTEM START LISTEN TCP;' : ''} SELECT count() FROM table FORMAT Null`,
       '--structure=line String',
       '--input-format=LineAsString',
     ];

@@ -78,12 +78,13 @@ export function createApp(deps: AppDeps, features: readonly Feature[]): App {
 /** One limiter per class, shared by the routes of that class (survey reads share one budget). */
 function rateLimiters(deps: AppDeps): Record<RateClass, Koa.Middleware> {
   const { rateLimits } = deps.config;
+  const shared = deps.sharedLimits;
   return {
-    event: rateLimit('event', rateLimits.eventsPerSecond),
-    'event read': rateLimit('event read', rateLimits.queriesPerSecond),
-    release: rateLimit('release', rateLimits.releasesPerSecond),
-    'survey read': rateLimit('query', rateLimits.queriesPerSecond),
-    'survey write': rateLimit('survey write', rateLimits.queriesPerSecond),
+    event: rateLimit('event', rateLimits.eventsPerSecond, shared),
+    'event read': rateLimit('event read', rateLimits.queriesPerSecond, shared),
+    release: rateLimit('release', rateLimits.releasesPerSecond, shared),
+    'survey read': rateLimit('query', rateLimits.queriesPerSecond, shared),
+    'survey write': rateLimit('survey write', rateLimits.queriesPerSecond, shared),
   } as Record<RateClass, Koa.Middleware>;
 }
 

@@ -31,7 +31,9 @@ export function opsFeature(deps: AppDeps, allRoutes: () => readonly Route[]): Fe
           const engine = deps.db.isUp();
           const migrations = engine && (await migrationsApplied(deps.db));
           const ready = engine && migrations;
-          return answer({ status: ready ? 200 : 503, body: { status: ready ? 'ready' : 'not_ready', engine, migrations, mode: deps.db.mode() } });
+          // Redis down does not make the instance unready: it serves with its own limits, and says so.
+          const rateLimits = deps.sharedLimits ? deps.sharedLimits.state() : 'local';
+          return answer({ status: ready ? 200 : 503, body: { status: ready ? 'ready' : 'not_ready', engine, migrations, mode: deps.db.mode(), rate_limits: rateLimits } });
         },
       }),
       defineRoute({
@@ -57,5 +59,6 @@ const READY_SCHEMA = {
     engine: { type: 'boolean' },
     migrations: { type: 'boolean' },
     mode: { type: 'string' },
+    rate_limits: { enum: ['local', 'shared', 'local (redis unreachable)'] },
   },
 };

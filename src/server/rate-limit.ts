@@ -2,6 +2,7 @@ import Bottleneck from 'bottleneck';
 import type { Middleware } from 'koa';
 import type { AuthState } from './auth.ts';
 import { DomainError } from '../errors.ts';
+import type { SharedLimits } from './shared-limits.ts';
 
 const WINDOW_MS = 1000;
 /** A token's limiter is dropped after this long without a request (and made again on the next). */
@@ -25,7 +26,7 @@ interface TokenWindow {
  * capped one token at ~210 requests/s on a busy event loop whatever the limit (bench/ingest,
  * `--tokens 1`).
  */
-export function rateLimit(name: string, perSecond: number): Middleware<AuthState> {
+export function rateLimit(name: string, perSecond: number, shared?: SharedLimits): Middleware<AuthState> {
   const windows = new Map<string, TokenWindow>();
   const sweep = setInterval(() => {
     const now = Date.now();
@@ -50,8 +51,10 @@ export function rateLimit(name: string, perSecond: number): Middleware<AuthState
   };
 
   return async (ctx, next) => {
-    const w = windowOf(ctx.state.auth.tokenId);
-    const left = (await w.limiter.incrementReservoir(-1)) ?? 0;
+    // Several instances (REDIS_URL): the token's one shared reservoir; this instance's own while
+    // Redis is unreachable (shared-limits.ts).
+    const key = ctx.state.auth.tokenId;
+    const left = (shared ? await shared.take(name, key, perSecond) : undefined) ?? (await windowOf(key).limiter.incrementReservoir(-1)) ?? 0;
     const headers = {
       'RateLimit-Limit': String(perSecond),
       'RateLimit-Remaining': String(Math.max(0, left)),
