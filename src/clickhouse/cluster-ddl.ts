@@ -87,7 +87,9 @@ export function clusterStatements(statement: string, tables: ReadonlySet<string>
 
   if ((m = /^(INSERT\s+INTO\s+)(\w+)([\s\S]*)$/i.exec(s))) {
     const [, head, table, rest] = m;
-    // Runs on every node: each shard copies its own organizations.
+    // ON CLUSTER cannot carry an INSERT: once, through the Distributed tables (rows go to their shard).
+    if (layout.onCluster) return [s];
+    // Node by node: each shard copies its own organizations between its local tables.
     return [`${head}${localTarget(table, tables)}${localReferences(rest, tables)}`];
   }
 
@@ -117,7 +119,7 @@ export function clusterStatements(statement: string, tables: ReadonlySet<string>
 
 /** `ENGINE = X(args) ...` -> `ENGINE = ReplicatedX('<path>', '{replica}', args) ...`. */
 export function replicateEngine(rest: string, table: string, layout: ClusterLayout): string {
-  const m = /ENGINE\s*=\s*(\w*MergeTree)\s*(\(([^()]*)\))?/i.exec(rest);
+  const m = /ENGINE\s*=\s*(\w*MergeTree)(\s*\(([^()]*)\))?/i.exec(rest);
   if (!m) throw new ClusterDdlError(`table ${table}: only *MergeTree engines can be replicated`);
   const path = layout.keeperPath.replaceAll('{database}', layout.database).replaceAll('{table}', localName(table));
   const args = [`'${path}'`, `'{replica}'`, ...(m[3]?.trim() ? [m[3].trim()] : [])];

@@ -1,12 +1,15 @@
-import Bottleneck from 'bottleneck';
 import { Redis } from 'ioredis';
 import type { Logger } from '../log.ts';
 
 /**
- * Per-token rate limits shared by every service instance (REDIS_URL): one bottleneck reservoir
- * per (class, token) kept in Redis, so however many instances serve a token, it gets one limit's
- * worth of requests per window. Bottleneck's Redis datastore runs the reservoir arithmetic as Lua
- * scripts inside Redis (atomic across instances) and refreshes the reservoir on Redis' clock.
+ * Per-token rate limits shared by every service instance (REDIS_URL): one counter per (class,
+ * token, second of Redis' clock), incremented atomically by a Lua script, so however many
+ * instances serve a token it gets one limit's worth of requests per window.
+ *
+ * Why not bottleneck's Redis datastore (the local limits are bottleneck reservoirs): it keeps one
+ * limiter object per token with its own pub/sub channels, and a new reservoir's first refresh
+ * happened on its first tick, so two instances admitted limit + 1 requests in a token's first
+ * window (measured with the cluster suite). A window counter is one round trip and exact.
  *
  * Redis down or slow is never an outage: a take that fails or does not answer within
  * TAKE_TIMEOUT_MS falls back to the instance's own in-process limit (rate-limit.ts) for that
@@ -15,13 +18,19 @@ import type { Logger } from '../log.ts';
  */
 const TAKE_TIMEOUT_MS = 250;
 const CHECK_INTERVAL_MS = 1000;
-const IDLE_MS = 60_000;
-const WINDOW_MS = 1000;
+
+/** KEYS[1] the counter's prefix, ARGV[1] the limit: returns the requests left in this second (negative: over). */
+const TAKE_SCRIPT = `
+local now = redis.call('TIME')
+local key = KEYS[1] .. ':' .. now[1]
+local used = redis.call('INCR', key)
+if used == 1 then redis.call('EXPIRE', key, 2) end
+return tonumber(ARGV[1]) - used`;
 
 export interface SharedLimits {
   /** Whether the shared store answered its last check (false: instances use their own limits). */
   healthy(): boolean;
-  /** Takes one from the (class, token) reservoir: the requests left, negative when over; undefined when Redis failed. */
+  /** Takes one from the (class, token) window: the requests left, negative when over; undefined when Redis failed. */
   take(name: string, key: string, perSecond: number): Promise<number | undefined>;
   state(): 'shared' | 'local (redis unreachable)';
   close(): Promise<void>;
@@ -33,12 +42,10 @@ export function connectSharedLimits(url: string, log: Logger): SharedLimits {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,
     connectTimeout: 1000,
-    lazyConnect: false,
     retryStrategy: () => 1000,
   });
   client.on('error', () => {}); // reported through `up` below, once per transition
-  const connection = new Bottleneck.IORedisConnection({ client, Redis } as never);
-  connection.on('error', () => {});
+  client.defineCommand('tallyhouseTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
   let up = false;
   const setUp = (ok: boolean, why?: string) => {
     if (ok === up) return;
@@ -58,59 +65,22 @@ export function connectSharedLimits(url: string, log: Logger): SharedLimits {
   const timer = setInterval(() => void check(), CHECK_INTERVAL_MS);
   timer.unref();
 
-  const limiters = new Map<string, { limiter: Bottleneck; lastUsedAt: number }>();
-  const sweep = setInterval(() => {
-    const now = Date.now();
-    for (const [k, l] of limiters) {
-      if (now - l.lastUsedAt > IDLE_MS) {
-        limiters.delete(k);
-        void l.limiter.disconnect(false).catch(() => {});
-      }
-    }
-  }, IDLE_MS);
-  sweep.unref();
-
-  const limiterOf = (name: string, key: string, perSecond: number) => {
-    const id = `tallyhouse:rl:${name}:${perSecond}:${key}`;
-    let l = limiters.get(id);
-    if (!l) {
-      const limiter = new Bottleneck({
-        id,
-        connection,
-        // Instances join the same reservoir: never reset it when one of them starts.
-        clearDatastore: false,
-        reservoir: perSecond,
-        reservoirRefreshAmount: perSecond,
-        reservoirRefreshInterval: WINDOW_MS,
-        timeout: 2 * IDLE_MS,
-      });
-      limiter.on('error', () => {});
-      l = { limiter, lastUsedAt: 0 };
-      limiters.set(id, l);
-    }
-    l.lastUsedAt = Date.now();
-    return l.limiter;
-  };
-
   return {
     healthy: () => up,
     state: () => (up ? 'shared' : 'local (redis unreachable)'),
     take: async (name, key, perSecond) => {
       if (!up) return undefined;
       try {
-        const left = await withTimeout(limiterOf(name, key, perSecond).incrementReservoir(-1), TAKE_TIMEOUT_MS);
-        return left ?? undefined;
+        const run = (client as unknown as { tallyhouseTake(key: string, limit: number): Promise<number> }).tallyhouseTake(`tallyhouse:rl:${name}:${key}`, perSecond);
+        return Number(await withTimeout(run, TAKE_TIMEOUT_MS));
       } catch {
         // This request falls back to the instance's own limit; the health check decides whether
-        // Redis is down (a new limiter's first call can be slow while it registers in Redis).
+        // Redis is down.
         return undefined;
       }
     },
     close: async () => {
       clearInterval(timer);
-      clearInterval(sweep);
-      await Promise.allSettled([...limiters.values()].map((l) => l.limiter.disconnect(false)));
-      connection.disconnect(false);
       client.disconnect();
     },
   };

@@ -1,0 +1,303 @@
+import { expect } from 'chai';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connectDatabase, type Database } from '../../src/clickhouse/connection.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
+import { mintToken, type Scope } from '../../src/tokens/tokens.ts';
+import { request, startTestService, type TestResponse, type TestService } from './harness.ts';
+import { rng } from './random.ts';
+
+const BIN = fileURLToPath(new URL('../../bin/tallyhouse.js', import.meta.url));
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+interface Instance {
+  url: string;
+  proc: ChildProcess;
+  output: () => string;
+}
+
+/**
+ * Issue 12: a 2-shard embedded cluster (TALLYHOUSE_EMBEDDED_SHARDS=2), Redis, and two service
+ * instances on it, driven over HTTP; a single embedded engine with the same data answers as the
+ * reference. Shard placement is read from the shards' local tables.
+ */
+describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
+  this.timeout(300_000);
+  let dataDir: string;
+  let redis: ChildProcess;
+  let redisPort: number;
+  const instances: Instance[] = [];
+  let db: Database;
+  let single: TestService;
+  const env = (port: number) => ({
+    ...process.env,
+    DATA_DIR: dataDir,
+    TALLYHOUSE_EMBEDDED_SHARDS: '2',
+    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+    PORT: String(port),
+    LOG_LEVEL: 'warn',
+    RATE_LIMIT_RELEASES: '10',
+    RATE_LIMIT_QUERIES: '100000',
+    RATE_LIMIT_EVENTS: '100000',
+  });
+
+  const startRedis = () => {
+    redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  };
+
+  const startInstance = async (): Promise<Instance> => {
+    const port = await freePort();
+    let out = '';
+    const proc = spawn(process.execPath, [BIN, 'serve'], { env: env(port), stdio: ['ignore', 'pipe', 'pipe'] });
+    proc.stdout!.on('data', (d) => (out += d));
+    proc.stderr!.on('data', (d) => (out += d));
+    const url = `http://127.0.0.1:${port}`;
+    const deadline = Date.now() + 120_000;
+    // Ready, and the demo seeded (the second instance must find it, not seed it again).
+    while (!/Stop with Ctrl-C/.test(out)) {
+      if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`instance did not start: ${out.slice(-2000)}`);
+      await sleep(100);
+    }
+    return { url, proc, output: () => out };
+  };
+
+  /** Which shard (0-based) holds an organization: the Distributed sharding key, evaluated by the engine. */
+  const shardOf = async (org: string) => {
+    const rs = await db.client().query({ query: 'SELECT cityHash64(toUUID({o:String})) % 2 AS s', query_params: { o: org }, format: 'JSONEachRow' });
+    return Number((await rs.json<{ s: number }>())[0].s);
+  };
+  const orgOnShard = async (shard: number) => {
+    for (;;) {
+      const org = randomUUID();
+      if ((await shardOf(org)) === shard) return org;
+    }
+  };
+  const token = async (org: string, scopes: Scope[]) => (await mintToken(db.client(), org, scopes)).token;
+  /** Rows of the org in each node's local table. */
+  const rowsPerShard = async (table: string, org: string) =>
+    Promise.all(
+      db.cluster!.nodes().map(async (n) => {
+        const rs = await n.client.query({ query: `SELECT count() AS c FROM ${table}_local WHERE org_id = {o:UUID}`, query_params: { o: org }, format: 'JSONEachRow' });
+        return Number((await rs.json<{ c: string }>())[0].c);
+      }),
+    );
+
+  before(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'tallyhouse-cluster-'));
+    redisPort = await freePort();
+    startRedis();
+    instances.push(await startInstance());
+    instances.push(await startInstance());
+    db = await connectDatabase(loadConfig({ DATA_DIR: dataDir, TALLYHOUSE_EMBEDDED_SHARDS: '2' }), createLogger('silent'), { supervise: false });
+    single = await startTestService();
+  });
+
+  after(async () => {
+    await Promise.allSettled(
+      instances.map(async (i) => {
+        if (i.proc.exitCode !== null) return;
+        const exited = new Promise((r) => i.proc.once('exit', r));
+        i.proc.kill('SIGTERM');
+        await exited;
+      }),
+    );
+    await db?.close().catch(() => {});
+    await single?.close();
+    redis?.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  // --- data -------------------------------------------------------------------------------------
+
+  const SURVEYS = [randomUUID(), randomUUID()];
+  const QUESTION = randomUUID();
+  function records(orgSeed: number, n: number): Record<string, unknown>[] {
+    const r = rng(orgSeed);
+    const pick = <T>(xs: readonly T[]) => xs[Math.floor(r() * xs.length)];
+    return Array.from({ length: n }, (_, i) => {
+      const created = Date.UTC(2024, 2, 1) + Math.floor(r() * 20 * 86_400_000);
+      const active = r() < 0.3;
+      const iso = (ms: number) => `${new Date(ms).toISOString().slice(0, 19)}.${String(i % 1_000_000).padStart(6, '0')}Z`;
+      return {
+        id: randomUUID(),
+        doc_type: 'response',
+        channel_id: SURVEYS[0],
+        respondent_id: randomUUID(),
+        respondent_aliases: [`user-${i}`],
+        survey_id: pick(SURVEYS),
+        scenario_id: SURVEYS[1],
+        language: pick(['en', 'fr', 'de']),
+        locale: 'en-US',
+        question_id_path: '', question_correlation_id_path: '', action_id_path: '', action_correlation_id_path: '',
+        group_ids: [],
+        hidden_fields: [{ key: 'support', t: 0, v_s: pick(['desktop', 'mobile']) }],
+        emotions: { fear: null, sadness: null, anger: null, joy: null },
+        answers: [{ t: 2, v_d: Math.floor(r() * 11), cta_type: 'nps', key: 'nps', question_id: QUESTION, question_correlation_id: QUESTION, translations: [], time: iso(created + 60_000) }],
+        completion: pick(['not_started', 'partially_completed', 'fully_completed']),
+        active,
+        end_reason: active ? '' : pick(['completed', 'closed', 'expired']),
+        ended_at: active ? '' : iso(created + 120_000),
+        created_at: iso(created),
+        updated_at: iso(created + 120_000),
+        last_answer_at: iso(created + 60_000),
+      };
+    });
+  }
+
+  const BODIES: Array<[string, string, unknown]> = [
+    ['SEARCH', '/response', { size: 20 }],
+    ['SEARCH', '/response', { size: 5, offset: 7, filters: [{ type: 'response', key: 'language', operator: 'in', values: ['en', 'de'] }] }],
+    ['SEARCH', '/response/summary', {}],
+    ['SEARCH', '/response/summary', { filters: [{ type: 'response.hidden_field', key: 'support', operator: 'eq', value: 'mobile' }] }],
+    ['SEARCH', '/response/aggregation', { group_by: [{ field: 'completion' }, { field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 30 }] }],
+    ['SEARCH', '/response/aggregation', { group_by: [{ field: 'survey_id' }, { field: 'answer', question_id: QUESTION }] }],
+    ['SEARCH', '/response/aggregation', { range: { start: '2024-03-05T00:00:00Z', end: '2024-03-12T12:00:00Z' }, group_by: [{ field: 'end_reason' }, { field: 'hidden_field', hidden_field_key: 'support' }] }],
+  ];
+  const strip = (res: TestResponse) => ({ status: res.status, body: { ...res.body, took: 0 } });
+
+  // --- tests ------------------------------------------------------------------------------------
+
+  it('every organization\'s rows live on exactly one shard (responses, events, derived tables)', async () => {
+    for (const shard of [0, 1, 0, 1]) {
+      const org = await orgOnShard(shard);
+      const write = await token(org, ['responses:write', 'events']);
+      const via = instances[shard];
+      expect((await request(via.url, 'POST', '/1.0/survey/response', { token: write, body: records(shard + 1, 30) })).status).to.equal(200);
+      const events = [{ type: 'identify', user_alias: 'u1', properties: { plan: 'pro' } }, { type: 'group.assign', user_alias: 'u1', group_name: 'g' }, { type: 'track', event_name: 'x' }];
+      expect((await request(via.url, 'POST', '/1.0/event', { token: write, body: events })).status).to.equal(200);
+      for (const [table, n] of [['survey_responses', 30], ['events', 3], ['user_properties', 1], ['group_memberships', 1]] as const) {
+        const counts = await rowsPerShard(table, org);
+        expect(counts[shard], `${table} on its shard`).to.equal(n);
+        expect(counts[1 - shard], `${table} on the other shard`).to.equal(0);
+      }
+    }
+  });
+
+  it('search, summary and aggregation answer exactly as a single node on the same data; upserts and tenants hold', async () => {
+    for (const shard of [0, 1]) {
+      const org = await orgOnShard(shard);
+      const data = records(10 + shard, 200);
+      // Later versions of some responses, written through the OTHER instance: they move buckets.
+      const updates = data.slice(0, 40).map((d) => ({ ...d, completion: 'fully_completed', updated_at: '2025-01-01T00:00:00.000000Z' }));
+      const [cw, cr] = [await token(org, ['responses:write']), await token(org, ['responses:read'])];
+      const [sw, sr] = [await single.token(['responses:write'], org), await single.token(['responses:read'], org)];
+      expect((await request(instances[0].url, 'POST', '/1.0/survey/response', { token: cw, body: data })).status).to.equal(200);
+      expect((await request(instances[1].url, 'POST', '/1.0/survey/response', { token: cw, body: updates })).status).to.equal(200);
+      expect((await single.request('POST', '/1.0/survey/response', { token: sw, body: data })).status).to.equal(200);
+      expect((await single.request('POST', '/1.0/survey/response', { token: sw, body: updates })).status).to.equal(200);
+      for (const [method, suffix, body] of BODIES) {
+        for (const via of instances) {
+          const got = await request(via.url, method, `/1.0/survey/*${suffix}`, { token: cr, body });
+          const want = await single.request(method, `/1.0/survey/*${suffix}`, { token: sr, body });
+          expect(strip(got), `${suffix} ${JSON.stringify(body)}`).to.deep.equal(strip(want));
+        }
+      }
+      const all = await request(instances[1].url, 'SEARCH', '/1.0/survey/*/response', { token: cr, body: { size: 0 } });
+      expect(all.body.hits.total.value).to.equal(200); // one row per id after the upserts
+      // Another organization (on either shard) sees none of it.
+      for (const other of [await orgOnShard(0), await orgOnShard(1)]) {
+        const theirs = await request(instances[0].url, 'SEARCH', '/1.0/survey/*/response', { token: await token(other, ['responses:read']), body: { size: 0 } });
+        expect(theirs.body.hits.total.value).to.equal(0);
+      }
+    }
+  });
+
+  it('two instances, one token: one rate limit (Redis), not one per instance', async () => {
+    const releases = await token(randomUUID(), ['releases']);
+    let seen = '';
+    for (let attempt = 0; attempt < 5; attempt++) {
+      // Sequential, alternating instances; a window refresh during the run (1 s windows) spoils
+      // it, so the run is repeated until one falls inside one window.
+      await sleep(1300);
+      const answers: Array<{ status: number; remaining: number }> = [];
+      for (let i = 0; i < 14; i++) {
+        const res = await request(instances[i % 2].url, 'GET', '/1.0/release', { token: releases });
+        answers.push({ status: res.status, remaining: Number(res.headers.get('ratelimit-remaining')) });
+      }
+      seen = JSON.stringify(answers);
+      const ok = answers.filter((a) => a.status === 200);
+      const firstRefused = answers.findIndex((a) => a.status === 429);
+      const oneWindow = ok.every((a, i) => i === 0 || a.remaining < ok[i - 1].remaining);
+      if (!oneWindow) continue;
+      // One limit of 10 across both instances: 10 answered (remaining 9..0), then 429s.
+      expect(firstRefused, seen).to.equal(10);
+      expect(ok.map((a) => a.remaining), seen).to.deep.equal([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+      return;
+    }
+    throw new Error(`no run fell inside one rate-limit window: ${seen}`);
+  });
+
+  it('Redis down: instances keep serving on their own limits and say so in /readyz; back: shared again', async () => {
+    const ready = async (i: Instance) => (await request(i.url, 'GET', '/readyz')).body;
+    expect((await ready(instances[0])).rate_limits).to.equal('shared');
+    redis.kill('SIGKILL');
+    const releases = await token(randomUUID(), ['releases']);
+    const deadline = Date.now() + 15_000;
+    while ((await ready(instances[0])).rate_limits !== 'local (redis unreachable)') {
+      if (Date.now() > deadline) throw new Error('readyz never reported the local fallback');
+      await sleep(200);
+    }
+    const res = await request(instances[0].url, 'GET', '/1.0/release', { token: releases });
+    expect(res.status).to.equal(200);
+    expect((await ready(instances[0])).status).to.equal('ready');
+    expect(instances[0].output()).to.include('redis unreachable');
+    startRedis();
+    const back = Date.now() + 15_000;
+    while ((await ready(instances[0])).rate_limits !== 'shared' || (await ready(instances[1])).rate_limits !== 'shared') {
+      if (Date.now() > back) throw new Error('readyz never reported shared limits again');
+      await sleep(200);
+    }
+  });
+
+  it('a shard down: its organizations get 503 with Retry-After, the others keep working; back without a restart, nothing lost', async () => {
+    const [org1, org2] = [await orgOnShard(0), await orgOnShard(1)];
+    const tokens = await Promise.all([org1, org2].map((o) => token(o, ['responses:read', 'responses:write'])));
+    for (const [i, t] of tokens.entries()) {
+      expect((await request(instances[0].url, 'POST', '/1.0/survey/response', { token: t, body: records(40 + i, 25) })).status).to.equal(200);
+    }
+    const count = async (via: Instance, t: string) => request(via.url, 'SEARCH', '/1.0/survey/*/response/summary', { token: t, body: {} });
+    const before = (await count(instances[0], tokens[1])).body;
+
+    // Shard 2's engine dies (a real SIGKILL); the owning instance brings it back by itself.
+    const { pid } = JSON.parse(readFileSync(join(dataDir, 'shard-2', 'engine.json'), 'utf8')) as { pid: number };
+    process.kill(pid, 'SIGKILL');
+    const down = await count(instances[1], tokens[1]);
+    expect(down.status, `${JSON.stringify(down.body)} ${instances[1].output().slice(-3000)}`).to.equal(503);
+    expect(down.headers.get('retry-after')).to.match(/^\d+$/);
+    const other = await count(instances[1], tokens[0]);
+    expect(other.status).to.equal(200);
+    expect(other.body.nps_groups.total).to.be.greaterThan(0);
+    const moreForShard1 = await request(instances[1].url, 'POST', '/1.0/survey/response', { token: tokens[0], body: records(50, 5) });
+    expect(moreForShard1.status).to.equal(200);
+
+    const deadline = Date.now() + 90_000;
+    for (;;) {
+      const res = await count(instances[1], tokens[1]);
+      if (res.status === 200) {
+        expect(res.body).to.deep.equal(before); // nothing acknowledged was lost
+        break;
+      }
+      expect(res.status, JSON.stringify(res.body)).to.equal(503); // never a 500, never a partial answer
+      if (Date.now() > deadline) throw new Error('the shard did not come back');
+      await sleep(250);
+    }
+    for (const via of instances) expect((await count(via, tokens[1])).status).to.equal(200);
+  });
+});

@@ -1,0 +1,70 @@
+import { expect } from 'chai';
+import { clusterStatements, createdTables, replicateEngine, type ClusterLayout } from '../../src/clickhouse/cluster-ddl.ts';
+import { loadMigrations, statementsFor } from '../../src/clickhouse/migrations.ts';
+
+const layout: ClusterLayout = { cluster: 'c2', database: 'db', replicated: false, keeperPath: '/clickhouse/tables/{shard}/{database}/{table}', onCluster: false };
+const tables = new Set(['events', 'user_properties', 'survey_responses', 'api_tokens']);
+
+describe('cluster DDL (CLICKHOUSE_CLUSTER)', () => {
+  it('a table becomes <table>_local plus a Distributed <table> sharded by organization', () => {
+    const out = clusterStatements('CREATE TABLE IF NOT EXISTS events (org_id UUID, x String) ENGINE = MergeTree ORDER BY (org_id)', tables, layout);
+    expect(out).to.deep.equal([
+      'CREATE TABLE IF NOT EXISTS events_local (org_id UUID, x String) ENGINE = MergeTree ORDER BY (org_id)',
+      'CREATE TABLE IF NOT EXISTS events AS events_local ENGINE = Distributed(c2, db, events_local, cityHash64(org_id))',
+    ]);
+  });
+
+  it('api_tokens is sharded by the token hash (looked up before the organization is known)', () => {
+    const [, dist] = clusterStatements('CREATE TABLE IF NOT EXISTS api_tokens (id UUID, org_id UUID, token_hash String) ENGINE = ReplacingMergeTree(version) ORDER BY id', tables, layout);
+    expect(dist).to.match(/Distributed\(c2, db, api_tokens_local, cityHash64\(token_hash\)\)$/);
+  });
+
+  it('a table without org_id and without a declared key is refused, naming it', () => {
+    expect(() => clusterStatements('CREATE TABLE t (a UInt8) ENGINE = MergeTree ORDER BY a', tables, layout)).to.throw(/table t has no org_id/);
+  });
+
+  it('CLICKHOUSE_REPLICATED: Replicated* engines with the Keeper path and the {replica} macro, engine arguments kept', () => {
+    const out = clusterStatements('CREATE TABLE IF NOT EXISTS user_properties (org_id UUID, version UInt128) ENGINE = ReplacingMergeTree(version) ORDER BY (org_id)', tables, { ...layout, replicated: true });
+    expect(out[0]).to.equal(
+      "CREATE TABLE IF NOT EXISTS user_properties_local (org_id UUID, version UInt128) ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/db/user_properties_local', '{replica}', version) ORDER BY (org_id)",
+    );
+    expect(replicateEngine('ENGINE = MergeTree ORDER BY a', 'events', { ...layout, replicated: true })).to.equal(
+      "ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/db/events_local', '{replica}') ORDER BY a",
+    );
+    expect(replicateEngine('ENGINE = ReplacingMergeTree(version, is_deleted) ORDER BY a', 'g', { ...layout, replicated: true })).to.include("'{replica}', version, is_deleted)");
+  });
+
+  it('ON CLUSTER when only one node is known', () => {
+    const out = clusterStatements('CREATE TABLE IF NOT EXISTS events (org_id UUID) ENGINE = MergeTree ORDER BY org_id', tables, { ...layout, onCluster: true });
+    expect(out[0]).to.include('events_local ON CLUSTER c2 ');
+    expect(out[1]).to.include('events ON CLUSTER c2 AS events_local');
+  });
+
+  it('materialized views run between local tables on every shard', () => {
+    const [mv] = clusterStatements('CREATE MATERIALIZED VIEW IF NOT EXISTS user_properties_mv TO user_properties AS SELECT org_id FROM events WHERE type = \'identify\'', tables, layout);
+    expect(mv).to.equal("CREATE MATERIALIZED VIEW IF NOT EXISTS user_properties_mv TO user_properties_local AS SELECT org_id FROM events_local WHERE type = 'identify'");
+  });
+
+  it('ALTERs go to the local table, and column changes to the Distributed one too', () => {
+    expect(clusterStatements('ALTER TABLE survey_responses MODIFY COLUMN a Array(LowCardinality(String))', tables, layout)).to.deep.equal([
+      'ALTER TABLE survey_responses_local MODIFY COLUMN a Array(LowCardinality(String))',
+      'ALTER TABLE survey_responses MODIFY COLUMN a Array(LowCardinality(String))',
+    ]);
+    expect(clusterStatements('ALTER TABLE events ADD INDEX i x TYPE minmax', tables, layout)).to.deep.equal(['ALTER TABLE events_local ADD INDEX i x TYPE minmax']);
+  });
+
+  it('backfills (INSERT ... SELECT) copy each shard\'s own rows between local tables', () => {
+    expect(clusterStatements('INSERT INTO user_properties SELECT * FROM events', tables, layout)).to.deep.equal(['INSERT INTO user_properties_local SELECT * FROM events_local']);
+  });
+
+  it('every migration in schema/ rewrites (a new statement kind must be taught to cluster-ddl.ts)', () => {
+    const all = loadMigrations();
+    const names = new Set(createdTables(all.flatMap((m) => m.statements)));
+    for (const m of all) {
+      const out = statementsFor(m, all, layout);
+      expect(out.length, m.name).to.be.greaterThanOrEqual(m.statements.length);
+      for (const s of out) for (const t of names) expect(s, m.name).not.to.match(new RegExp(`\\bTO ${t}\\b(?!_local)`));
+    }
+    expect(names.has('survey_responses')).to.equal(true);
+  });
+});
