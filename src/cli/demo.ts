@@ -50,7 +50,7 @@ export async function ensureDemo(db: Database, dataDir: string, log: Logger): Pr
 
 async function mintAll(db: Database, orgId: string): Promise<Record<Scope, string>> {
   const tokens = {} as Record<Scope, string>;
-  for (const scope of SCOPES) tokens[scope] = (await mintToken(db.client(), orgId, [scope], `demo ${scope}`)).token;
+  for (const scope of SCOPES) tokens[scope] = (await mintToken(db, orgId, [scope], `demo ${scope}`)).token;
   return tokens;
 }
 

@@ -21,7 +21,7 @@ export async function tokenCommand(db: Database, argv: string[], out: (s: string
       if (scopes.length === 0 || !scopes.every(isScope)) {
         throw new UsageError(`--scope must be a comma list of ${SCOPES.join(', ')}; got ${JSON.stringify(flags.scope ?? '')}`);
       }
-      const minted = await mintToken(client, org.toLowerCase(), [...new Set(scopes)] as Scope[], typeof flags.name === 'string' ? flags.name : '');
+      const minted = await mintToken(db, org.toLowerCase(), [...new Set(scopes)] as Scope[], typeof flags.name === 'string' ? flags.name : '');
       if (flags.json) out(JSON.stringify({ token: minted.token, org_id: minted.org_id, scopes: minted.scopes, id: minted.id }));
       else out(`token ${minted.id} for org ${minted.org_id} (${minted.scopes.join(', ')}):\n${minted.token}\nIt is shown only now; store it safely.`);
       return;
@@ -40,7 +40,7 @@ export async function tokenCommand(db: Database, argv: string[], out: (s: string
     case 'revoke': {
       const id = rest[0] ?? '';
       if (!UUID.test(id)) throw new UsageError(`revoke takes a token id (UUID, see 'token list'), got ${JSON.stringify(id)}`);
-      if (!(await revokeToken(client, id))) throw new UsageError(`no token with id ${id}`);
+      if (!(await revokeToken(db, id))) throw new UsageError(`no token with id ${id}`);
       out(`revoked ${id} (the service stops accepting it within 5 seconds)`);
       return;
     }

@@ -31,11 +31,16 @@ export interface ClusterLayout {
 }
 
 /** Tables not sharded by organization: their sharding key. */
-const SHARD_KEYS: Record<string, string> = {
-  // A token is looked up by its hash before anyone knows its organization: shard by the hash, so
-  // the lookup (and a revocation, which rewrites the row with the same hash) hits one shard.
-  api_tokens: 'cityHash64(token_hash)',
-};
+const SHARD_KEYS: Record<string, string> = {};
+
+/**
+ * Tables with a full copy on every node, not sharded. API tokens are read before anyone knows the
+ * organization, on every request: sharded, a shard being down would lock out the tokens stored on
+ * it whatever their organization's shard; a full copy lets any live node verify any token. Their
+ * writes (mint, revoke: rare) go to every node (src/tokens/tokens.ts) and fail while one is down;
+ * replicated clusters keep one copy replicated to every node (a Keeper path without {shard}).
+ */
+export const EVERY_NODE = new Set(['api_tokens']);
 
 export const localName = (table: string) => `${table}_local`;
 
@@ -60,6 +65,10 @@ export function clusterStatements(statement: string, tables: ReadonlySet<string>
 
   if ((m = /^CREATE\s+TABLE\s+(IF\s+NOT\s+EXISTS\s+)?(\w+)\s*([\s\S]*)$/i.exec(s))) {
     const [, ifNotExists = '', table, rest] = m;
+    if (EVERY_NODE.has(table)) {
+      const everywhere = { ...layout, keeperPath: layout.keeperPath.replace(/\{shard\}/g, 'all') };
+      return [`CREATE TABLE ${ifNotExists}${table}${on} ${layout.replicated ? replicateEngine(rest, table, everywhere, table) : rest}`];
+    }
     const shardKey = SHARD_KEYS[table] ?? (/\borg_id\s+UUID\b/i.test(rest) ? 'cityHash64(org_id)' : undefined);
     if (!shardKey) {
       throw new ClusterDdlError(`table ${table} has no org_id column and no sharding key in cluster-ddl.ts SHARD_KEYS: say how it is sharded`);
@@ -78,7 +87,7 @@ export function clusterStatements(statement: string, tables: ReadonlySet<string>
 
   if ((m = /^ALTER\s+TABLE\s+(\w+)\s+([\s\S]*)$/i.exec(s))) {
     const [, table, rest] = m;
-    if (!tables.has(table)) return [s];
+    if (!tables.has(table) || EVERY_NODE.has(table)) return [`ALTER TABLE ${table}${on} ${rest}`];
     const out = [`ALTER TABLE ${localName(table)}${on} ${rest}`];
     // The Distributed table mirrors the columns (not indexes, projections, TTLs or mutations).
     if (/^\s*(ADD|DROP|MODIFY|RENAME|COMMENT)\s+COLUMN\b/i.test(rest)) out.push(`ALTER TABLE ${table}${on} ${rest}`);
@@ -118,21 +127,21 @@ export function clusterStatements(statement: string, tables: ReadonlySet<string>
 }
 
 /** `ENGINE = X(args) ...` -> `ENGINE = ReplicatedX('<path>', '{replica}', args) ...`. */
-export function replicateEngine(rest: string, table: string, layout: ClusterLayout): string {
+export function replicateEngine(rest: string, table: string, layout: ClusterLayout, stored = localName(table)): string {
   const m = /ENGINE\s*=\s*(\w*MergeTree)(\s*\(([^()]*)\))?/i.exec(rest);
   if (!m) throw new ClusterDdlError(`table ${table}: only *MergeTree engines can be replicated`);
-  const path = layout.keeperPath.replaceAll('{database}', layout.database).replaceAll('{table}', localName(table));
+  const path = layout.keeperPath.replaceAll('{database}', layout.database).replaceAll('{table}', stored);
   const args = [`'${path}'`, `'{replica}'`, ...(m[3]?.trim() ? [m[3].trim()] : [])];
   return rest.slice(0, m.index) + `ENGINE = Replicated${m[1]}(${args.join(', ')})` + rest.slice(m.index + m[0].length);
 }
 
 function localTarget(table: string, tables: ReadonlySet<string>): string {
-  return tables.has(table) ? localName(table) : table;
+  return tables.has(table) && !EVERY_NODE.has(table) ? localName(table) : table;
 }
 
 /** FROM t / JOIN t / IN t of a schema table -> its local table (inside views and backfills). */
 function localReferences(sql: string, tables: ReadonlySet<string>): string {
   return sql.replace(/\b(FROM|JOIN)(\s+)(\w+)\b/gi, (whole, kw: string, space: string, name: string) =>
-    tables.has(name) ? `${kw}${space}${localName(name)}` : whole,
+    tables.has(name) && !EVERY_NODE.has(name) ? `${kw}${space}${localName(name)}` : whole,
   );
 }

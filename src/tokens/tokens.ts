@@ -1,5 +1,6 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
+import type { Database } from '../clickhouse/connection.ts';
 
 export const SCOPES = ['events', 'events:read', 'releases', 'responses:read', 'responses:write'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -39,14 +40,32 @@ const nowMs = () => Date.now();
 // version orders the rows of one id: the later write (a revocation) wins.
 const versionNow = () => BigInt(nowMs()) * 1000n + BigInt(Math.floor(Math.random() * 1000));
 
-export async function mintToken(client: ClickHouseClient, orgId: string, scopes: Scope[], name = ''): Promise<MintedToken> {
+/** Where tokens are written: a client, or a database (in cluster mode: every node, see below). */
+export type TokenStore = ClickHouseClient | Pick<Database, 'client' | 'cluster'>;
+
+/**
+ * Token rows are written to every node of a node-by-node cluster (cluster-ddl.ts EVERY_NODE: each
+ * node keeps a full copy, so any live node verifies any token). A write that misses a node fails
+ * as a whole (retry once the node is back): a revocation must never leave a node accepting the
+ * token. One node, ON CLUSTER through one URL, or replicated tables: one write.
+ */
+function writeClients(store: TokenStore): ClickHouseClient[] {
+  if ('query' in store) return [store];
+  const cluster = store.cluster;
+  if (cluster && !cluster.layout.onCluster && !cluster.layout.replicated) return cluster.nodes().map((n) => n.client);
+  return [store.client()];
+}
+
+const readClient = (store: TokenStore): ClickHouseClient => ('query' in store ? store : store.client());
+
+async function insertTokenRow(store: TokenStore, row: Record<string, unknown>): Promise<void> {
+  await Promise.all(writeClients(store).map((client) => client.insert({ table: 'api_tokens', format: 'JSONEachRow', values: [row] })));
+}
+
+export async function mintToken(store: TokenStore, orgId: string, scopes: Scope[], name = ''): Promise<MintedToken> {
   const token = `th_${randomBytes(32).toString('base64url')}`;
   const id = randomUUID();
-  await client.insert({
-    table: 'api_tokens',
-    format: 'JSONEachRow',
-    values: [{ id, org_id: orgId, token_hash: hashToken(token), scopes, name, created_at: nowMs(), revoked_at: null, version: versionNow().toString() }],
-  });
+  await insertTokenRow(store, { id, org_id: orgId, token_hash: hashToken(token), scopes, name, created_at: nowMs(), revoked_at: null, version: versionNow().toString() });
   return { token, id, org_id: orgId, scopes };
 }
 
@@ -65,19 +84,15 @@ export async function listTokens(client: ClickHouseClient, orgId?: string): Prom
 }
 
 /** Returns false when no such token exists. Takes effect in the service within the cache TTL (5 s). */
-export async function revokeToken(client: ClickHouseClient, id: string): Promise<boolean> {
-  const rs = await client.query({
+export async function revokeToken(store: TokenStore, id: string): Promise<boolean> {
+  const rs = await readClient(store).query({
     query: 'SELECT id, org_id, token_hash, scopes, name, created_at FROM api_tokens FINAL WHERE id = {id:UUID} LIMIT 1',
     query_params: { id },
     format: 'JSONEachRow',
   });
   const [row] = await rs.json<Record<string, unknown>>();
   if (!row) return false;
-  await client.insert({
-    table: 'api_tokens',
-    format: 'JSONEachRow',
-    values: [{ ...row, revoked_at: nowMs(), version: versionNow().toString() }],
-  });
+  await insertTokenRow(store, { ...row, revoked_at: nowMs(), version: versionNow().toString() });
   return true;
 }
 

@@ -80,7 +80,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     db,
     orgId,
     config,
-    token: async (scopes, org = orgId) => (await mintToken(db.client(), org, scopes as Scope[])).token,
+    token: async (scopes, org = orgId) => (await mintToken(db, org, scopes as Scope[])).token,
     request: (method, path, opts) => request(url, method, path, opts),
     close: async () => {
       await app.close();

@@ -14,9 +14,11 @@ describe('cluster DDL (CLICKHOUSE_CLUSTER)', () => {
     ]);
   });
 
-  it('api_tokens is sharded by the token hash (looked up before the organization is known)', () => {
-    const [, dist] = clusterStatements('CREATE TABLE IF NOT EXISTS api_tokens (id UUID, org_id UUID, token_hash String) ENGINE = ReplacingMergeTree(version) ORDER BY id', tables, layout);
-    expect(dist).to.match(/Distributed\(c2, db, api_tokens_local, cityHash64\(token_hash\)\)$/);
+  it('api_tokens has a full copy on every node (any live node verifies any token); replicated: one copy on all nodes', () => {
+    const create = 'CREATE TABLE IF NOT EXISTS api_tokens (id UUID, org_id UUID, token_hash String) ENGINE = ReplacingMergeTree(version) ORDER BY id';
+    expect(clusterStatements(create, tables, layout)).to.deep.equal([create]);
+    const [replicated] = clusterStatements(create, tables, { ...layout, replicated: true });
+    expect(replicated).to.include("ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/all/db/api_tokens', '{replica}', version)");
   });
 
   it('a table without org_id and without a declared key is refused, naming it', () => {
