@@ -1,4 +1,5 @@
 import * as v from 'valibot';
+import { maxChars } from '../chars.ts';
 
 /** ISO 8601 date-time with an explicit offset (Z or ±hh:mm), as service-spec.md asks of released_at. */
 export const isoWithOffset = v.pipe(
@@ -8,11 +9,11 @@ export const isoWithOffset = v.pipe(
 );
 
 export const releaseBodySchema = v.object({
-  name: v.pipe(v.string(), v.trim(), v.minLength(1, 'is required'), v.maxLength(255)),
-  version: v.pipe(v.string(), v.trim(), v.minLength(1, 'is required'), v.maxLength(255)),
-  description: v.optional(v.pipe(v.string(), v.maxLength(10_000)), ''),
+  name: v.pipe(v.string(), v.trim(), v.minLength(1, 'is required'), maxChars(255, 'is at most 255 characters')),
+  version: v.pipe(v.string(), v.trim(), v.minLength(1, 'is required'), maxChars(255, 'is at most 255 characters')),
+  description: v.optional(v.pipe(v.string(), maxChars(10_000, 'is at most 10000 characters')), ''),
   // Tags are labels: at most 100, each 1..255 characters (our choice; the spec is silent).
-  tags: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1), v.maxLength(255))), v.maxLength(100)), []),
+  tags: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1), maxChars(255, 'is at most 255 characters'))), v.maxLength(100)), []),
   released_at: v.optional(isoWithOffset),
 });
 export type ReleaseBody = v.InferOutput<typeof releaseBodySchema>;

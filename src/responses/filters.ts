@@ -29,6 +29,7 @@
  *     has no entry with that key.
  */
 import * as v from 'valibot';
+import { charCount, maxChars } from '../chars.ts';
 import { invalid } from '../errors.ts';
 import { ignored, jsonObject } from '../validation.ts';
 import { formatDb, parseIsoMicros, compareMicros } from '../query/timestamps.ts';
@@ -110,7 +111,7 @@ type Problem = { field: 'key' | 'operator' | 'value' | 'values'; message: string
 
 const rawFilterSchema = v.object({
   type: v.optional(v.picklist(['response', 'response.hidden_field'], 'type must be "response" or "response.hidden_field"'), 'response'),
-  key: v.pipe(v.string('key must be a string'), v.minLength(1, 'key must not be empty'), v.maxLength(255, 'key is at most 255 characters')),
+  key: v.pipe(v.string('key must be a string'), v.minLength(1, 'key must not be empty'), maxChars(255, 'key is at most 255 characters')),
   operator: v.picklist(OPERATORS, `operator must be one of ${OPERATORS.join(', ')}`),
   value: v.optional(v.unknown()),
   values: v.optional(v.pipe(
@@ -225,7 +226,7 @@ function scalar(x: unknown): Scalar | undefined {
 
 function boundedString(min: number) {
   return (x: unknown): string | undefined =>
-    typeof x === 'string' && x.length >= min && x.length <= MAX_VALUE_LENGTH ? x : undefined;
+    typeof x === 'string' && x.length >= min && charCount(x) <= MAX_VALUE_LENGTH ? x : undefined;
 }
 
 /** `null`/`not_null` take no argument. */
@@ -268,7 +269,7 @@ function args<T>(f: RawFilter, op: Operator, problems: Problem[], convert: (x: u
 }
 
 function maxNote(x: unknown): string {
-  return typeof x === 'string' && x.length > MAX_VALUE_LENGTH ? ` of at most ${MAX_VALUE_LENGTH} characters` : '';
+  return typeof x === 'string' && charCount(x) > MAX_VALUE_LENGTH ? ` of at most ${MAX_VALUE_LENGTH} characters` : '';
 }
 
 export const rangeSchema = v.pipe(

@@ -7,6 +7,7 @@
  * that the response still counts in its parent bucket but in no bucket of this level.
  */
 import * as v from 'valibot';
+import { maxChars } from '../chars.ts';
 import type { ParamBag } from '../clickhouse/sql.ts';
 import { MIN_INTERVALS, type HistogramPlan, type MinInterval } from '../query/histogram.ts';
 import { bucketIndexSql } from '../query/histogram-sql.ts';
@@ -37,7 +38,7 @@ export type GroupByRule =
 export type DateRule = Extract<GroupByRule, { kind: 'date' }>;
 
 const nonEmptyName = (name: string) =>
-  v.pipe(v.string(`${name} must be a string`), v.minLength(1, `${name} must not be empty`), v.maxLength(255, `${name} is at most 255 characters`));
+  v.pipe(v.string(`${name} must be a string`), v.minLength(1, `${name} must not be empty`), maxChars(255, `${name} is at most 255 characters`));
 
 const bucketsMessage = `date_histogram_buckets must be an integer from 1 to ${MAX_HISTOGRAM_BUCKETS}`;
 

@@ -14,6 +14,7 @@
  *   timestamp or "".
  */
 import * as v from 'valibot';
+import { maxChars } from '../chars.ts';
 import { invalid, toIssues, type Issue } from '../errors.ts';
 import { formatApi, parseIsoMicros } from '../query/timestamps.ts';
 import { COMPLETION_VALUES, scalarAsNumber } from './filters.ts';
@@ -21,7 +22,7 @@ import { COMPLETION_VALUES, scalarAsNumber } from './filters.ts';
 export const MAX_BATCH = 1000;
 
 const uuid = (name: string) => v.pipe(v.string(`${name} must be a UUID string`), v.uuid(`${name} must be a UUID`));
-const text = (name: string, max: number) => v.pipe(v.string(`${name} must be a string`), v.maxLength(max, `${name} is at most ${max} characters`));
+const text = (name: string, max: number) => v.pipe(v.string(`${name} must be a string`), maxChars(max, `${name} is at most ${max} characters`));
 
 /** ISO 8601 -> `YYYY-MM-DDTHH:MM:SS.ffffffZ` (UTC, microseconds), never through JS Date's milliseconds. */
 const timestamp = (name: string) =>
