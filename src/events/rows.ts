@@ -11,7 +11,8 @@
  * Names are hashed as JSON arrays with a leading kind tag, so no two different tuples share a
  * name (JSON escapes quotes and separators) and a user id never equals a group id.
  */
-import { hash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
+import { parse as parseUuid, v5 } from 'uuid';
 import { toClickHouseDateTime64 } from '../clickhouse/sql.ts';
 import { parseIsoTimestamp, type EventType, type ParsedEvent } from './schema.ts';
 
@@ -60,28 +61,13 @@ export interface EventRow {
   rating_scale: string;
 }
 
-/** RFC 4122 name-based UUID, version 5 (SHA-1). */
-export function uuidV5(namespace: string, name: string): string {
-  return formatV5(hash('sha1', Buffer.concat([namespaceBytes(namespace), Buffer.from(name, 'utf8')]), 'buffer'));
+/** RFC 9562 (ex-4122) name-based UUID, version 5 (SHA-1), from the `uuid` package. */
+export function uuidV5(namespace: string | Uint8Array, name: string): string {
+  return v5(name, namespace);
 }
 
-const namespaceCache = new Map<string, Buffer>();
-function namespaceBytes(namespace: string): Buffer {
-  let ns = namespaceCache.get(namespace);
-  if (!ns) {
-    ns = Buffer.from(namespace.replace(/-/g, ''), 'hex');
-    if (ns.length !== 16) throw new Error(`Not a UUID: ${namespace}`);
-    namespaceCache.set(namespace, ns);
-  }
-  return ns;
-}
-
-function formatV5(digest: Buffer): string {
-  digest[6] = (digest[6] & 0x0f) | 0x50; // version 5
-  digest[8] = (digest[8] & 0x3f) | 0x80; // RFC 4122 variant
-  const hex = digest.toString('hex', 0, 16);
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-}
+/** The namespace as bytes, parsed once rather than on every id. */
+const TALLYHOUSE_NAMESPACE_BYTES = parseUuid(TALLYHOUSE_ID_NAMESPACE);
 
 /**
  * Name-based ids repeat: a product sends many events per user and group. Hashing costs about as
@@ -95,7 +81,7 @@ function cachedId(scope: string, key: string, name: () => string): string {
   let ids = idCache.get(scope);
   let id = ids?.get(key);
   if (id !== undefined) return id;
-  id = uuidV5(TALLYHOUSE_ID_NAMESPACE, name());
+  id = uuidV5(TALLYHOUSE_NAMESPACE_BYTES, name());
   if (idCacheSize >= ID_CACHE_LIMIT) {
     idCache = new Map();
     idCacheSize = 0;

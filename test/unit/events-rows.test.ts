@@ -44,7 +44,28 @@ describe('event rows', () => {
     });
 
     it('rejects a malformed namespace', () => {
-      expect(() => uuidV5('not-a-uuid', 'x')).to.throw(/Not a UUID/);
+      expect(() => uuidV5('not-a-uuid', 'x')).to.throw(/Invalid UUID/);
+    });
+
+    // Computed by the hand-written SHA-1 implementation this replaced (uuid's v5 since): the stored
+    // user and group ids must not change, or every user and group would split in two.
+    it('keeps the ids byte-identical to the hand-written implementation it replaced', () => {
+      const org = '0d5c3a4e-8f1b-4c2d-9e3f-1a2b3c4d5e6f';
+      expect([
+        userIdForAlias(org, 'alice'),
+        userIdForAlias(org, 'ünïcode 😀'),
+        userIdForAlias(org.toUpperCase(), 'Bob'),
+        groupIdFor(org, 'company', 'acme'),
+        groupIdFor(org, null, 'acme'),
+        groupIdFor(org, 'ty"pe', 'na,me'),
+      ]).to.deep.equal([
+        '068376c5-e504-5cc9-8e9b-bce3230e752b',
+        '036b0bb2-76d3-52ae-b120-c111d4be3df9',
+        '5e021898-05a3-52ba-a249-adbc83a636f5',
+        'e7aaa3d1-8a94-52d1-bd5f-da65ff0faa7b',
+        '815814cc-b87f-57e1-9b11-12b915ea0331',
+        'fa7fc9df-7109-5610-b5ba-c3b6aadc7d93',
+      ]);
     });
   });
 
