@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { v5 } from 'uuid';
 
 /**
  * Resolution of every weighted choice the seed makes inside ClickHouse: a choice is
@@ -47,13 +47,12 @@ export function shareBelow(table: readonly number[], threshold: number): number 
 }
 
 /**
- * A name-based UUID (version-5 layout, SHA-1) of `parts`, so the same org and seed give the same
- * surveys, questions and channels on every run.
+ * A name-based UUID (v5, from the `uuid` package) of `parts`, so the same org and seed give the
+ * same surveys, questions and channels on every run. The namespace is the 16 bytes of
+ * 'tallyhouse-seed\0': the ids are the very ones of the hand-written SHA-1 of
+ * 'tallyhouse-seed\0' + parts joined by NUL that this replaced.
  */
+const SEED_NAMESPACE = new Uint8Array(Buffer.from('tallyhouse-seed\u0000', 'latin1'));
 export function nameUuid(...parts: (string | number)[]): string {
-  const bytes = createHash('sha1').update(['tallyhouse-seed', ...parts].join('\u0000')).digest().subarray(0, 16);
-  bytes[6] = (bytes[6] & 0x0f) | 0x50;
-  bytes[8] = (bytes[8] & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  return v5(parts.join('\u0000'), SEED_NAMESPACE);
 }

@@ -11,6 +11,14 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[89ab][0-9a-f]{3}-[0-9a-f]{12
 const count = <T>(xs: readonly T[], x: T) => xs.filter((y) => y === x).length;
 
 describe('seed plan', () => {
+  it('names ids with uuid v5, byte-identical to the hand-written SHA-1 ids it replaced', () => {
+    expect([nameUuid('org', 1, 'survey'), nameUuid('x'), nameUuid('ünï', 42)]).to.deep.equal([
+      '7dfba75a-b689-596d-a70f-3a7817287851',
+      'a8997844-432b-5f3c-a7b2-692a534f73ae',
+      '7c1b4d33-d1cc-5102-a00a-c36ea591160f',
+    ]);
+  });
+
   describe('lookupTable', () => {
     it('gives each value a share of slots proportional to its weight', () => {
       const t = lookupTable([1, 2, 7], ['a', 'b', 'c']);
