@@ -79,9 +79,3 @@ export function compiled(sql: string, params: ParamBag | Record<string, unknown>
   const p = params instanceof ParamBag ? params.toParams() : Object.freeze({ ...params });
   return Object.freeze({ sql, params: p });
 }
-
-/** 'YYYY-MM-DD hh:mm:ss.mmm' in UTC: the text a DateTime64(3, 'UTC') parameter or JSONEachRow field takes. */
-export function toClickHouseDateTime64(date: Date): string {
-  const iso = date.toISOString(); // 'YYYY-MM-DDThh:mm:ss.mmmZ'
-  return iso.slice(0, -14) + ' ' + iso.slice(-13, -1);
-}

@@ -13,8 +13,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parse as parseUuid, v5 } from 'uuid';
-import { toClickHouseDateTime64 } from '../clickhouse/sql.ts';
-import { parseIsoTimestamp, type EventType, type ParsedEvent } from './schema.ts';
+import { formatDbDate, parseIsoMillis } from '../time/iso.ts';
+import type { EventType, ParsedEvent } from './schema.ts';
 
 /**
  * Namespace of every name-based id of tallyhouse. Derived once, reproducibly, as
@@ -113,14 +113,14 @@ export function groupIdFor(orgId: string, groupType: string | null | undefined, 
  */
 export function effectiveTimestamp(timestamp: string | null | undefined, receivedAt: Date): Date {
   if (timestamp == null) return receivedAt;
-  const ms = parseIsoTimestamp(timestamp);
+  const ms = parseIsoMillis(timestamp);
   const received = receivedAt.getTime();
   if (ms === undefined || ms > received || received - ms > MAX_EVENT_AGE_MS) return receivedAt;
   return new Date(ms);
 }
 
 export function toEventRows(orgId: string, events: readonly ParsedEvent[], receivedAt: Date): EventRow[] {
-  const received = toClickHouseDateTime64(receivedAt);
+  const received = formatDbDate(receivedAt);
   return events.map((event, seq) => {
     const alias = event.user_alias ?? '';
     const row: EventRow = {
@@ -131,7 +131,7 @@ export function toEventRows(orgId: string, events: readonly ParsedEvent[], recei
       user_id: alias ? userIdForAlias(orgId, alias) : randomUUID(),
       user_alias: alias,
       anonymous: alias ? 0 : 1,
-      timestamp: toClickHouseDateTime64(effectiveTimestamp(event.timestamp, receivedAt)),
+      timestamp: formatDbDate(effectiveTimestamp(event.timestamp, receivedAt)),
       received_at: received,
       seq,
       properties: JSON.stringify(event.properties ?? {}),

@@ -28,6 +28,7 @@
 import * as v from 'valibot';
 import { maxChars } from '../chars.ts';
 import { invalid, issuePath, type Issue } from '../errors.ts';
+import { ISO_8601_PATTERN } from '../time/iso.ts';
 
 export const MAX_EVENTS_PER_REQUEST = 100;
 
@@ -41,36 +42,6 @@ export const COPILOT_EVENT_NAMES = [
   'service_copilot_satisfaction',
 ] as const;
 export type CopilotEventName = (typeof COPILOT_EVENT_NAMES)[number];
-
-/**
- * ISO 8601 calendar date, optionally followed by a time (`T`, `t` or a space), optional seconds and
- * fraction (`.` or `,`, up to 9 digits) and an optional zone (`Z`, `±HH`, `±HHMM`, `±HH:MM`).
- * Days are checked against their month, leap years included, so "2026-02-30" is rejected rather
- * than rolled over to March as `Date.parse` would. A value without a zone is read as UTC.
- * No flags: the source is used as the JSON Schema `pattern`.
- */
-const ISO_DATE =
-  '(?:\\d{4}-(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\\d|30)|02-(?:0[1-9]|1\\d|2[0-8]))' +
-  '|(?:\\d{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)';
-const ISO_TIME = '(?:[Tt ](?:[01]\\d|2[0-3]):[0-5]\\d(?::[0-5]\\d(?:[.,]\\d{1,9})?)?(?:[Zz]|[+-](?:[01]\\d|2[0-3])(?::?[0-5]\\d)?)?)?';
-export const ISO_8601_PATTERN = new RegExp(`^${ISO_DATE}${ISO_TIME}$`);
-
-// Only applied to strings that ISO_8601_PATTERN accepted, so the fields are known to be in range.
-const ISO_PARTS = /^(\d{4})-(\d{2})-(\d{2})(?:[Tt ](\d{2}):(\d{2})(?::(\d{2})(?:[.,](\d+))?)?(?:([Zz])|([+-])(\d{2})(?::?(\d{2}))?)?)?$/;
-
-/** Epoch milliseconds of an ISO 8601 timestamp (fraction truncated to ms), or undefined if invalid. */
-export function parseIsoTimestamp(text: string): number | undefined {
-  if (!ISO_8601_PATTERN.test(text)) return undefined;
-  const m = ISO_PARTS.exec(text);
-  if (!m) return undefined;
-  const [, y, mo, d, h = '0', mi = '0', s = '0', frac = '', , sign, oh = '0', om = '0'] = m;
-  const date = new Date(0);
-  // setUTCFullYear, not Date.UTC: Date.UTC maps years 0..99 to 1900..1999.
-  date.setUTCFullYear(Number(y), Number(mo) - 1, Number(d));
-  date.setUTCHours(Number(h), Number(mi), Number(s), Number(frac.padEnd(3, '0').slice(0, 3)));
-  const offsetMinutes = sign ? (sign === '-' ? -1 : 1) * (Number(oh) * 60 + Number(om)) : 0;
-  return date.getTime() - offsetMinutes * 60_000;
-}
 
 /** Most characters of each text field (code points). limits.ts derives the body limit from them. */
 export const MAX_CHARS = {

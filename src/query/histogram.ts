@@ -17,7 +17,6 @@
  *   (Jan 31 + 1 month = Feb 29 in 2024, + 2 months = Mar 31), as ClickHouse's addMonths does.
  * - end < start gives an empty series (nothing can fall in it).
  */
-import { formatApi, formatDb, parseIsoMicros, type Micros } from './timestamps.ts';
 
 export type MinInterval = 'hour' | 'day' | 'month';
 
@@ -127,25 +126,5 @@ function floorDiv(a: bigint, b: bigint): bigint {
   return a % b !== 0n && (a < 0n) !== (b < 0n) ? q - 1n : q;
 }
 
-// --- µs <-> the shared timestamp forms (timestamps.ts owns parsing and formatting) ---------------
-
-/** Parses any form timestamps.ts accepts (ISO 8601, or the engine's `2024-01-01 00:00:00.000000`) to µs; null if invalid. */
-export function parseInstantMicros(text: string): bigint | null {
-  const m = parseIsoMicros(text);
-  return m ? BigInt(m.seconds) * 1_000_000n + BigInt(m.fraction) : null;
-}
-
-/** µs -> `2024-01-01T00:00:00.000000Z`, the API's timestamp format. */
-export function formatMicros(t: bigint): string {
-  return formatApi(toParts(t));
-}
-
-/** µs -> `2024-01-01 00:00:00.000000`, the text a DateTime64(6, 'UTC') parameter takes. */
-export function formatDbMicros(t: bigint): string {
-  return formatDb(toParts(t));
-}
-
-function toParts(t: bigint): Micros {
-  const seconds = floorDiv(t, 1_000_000n);
-  return { seconds: Number(seconds), fraction: (t - seconds * 1_000_000n).toString().padStart(6, '0') };
-}
+// µs <-> text: src/time/iso.ts owns parsing and formatting (re-exported for the histogram's users).
+export { formatDbMicros, formatMicros, parseInstantMicros } from '../time/iso.ts';

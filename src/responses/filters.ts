@@ -32,7 +32,7 @@ import * as v from 'valibot';
 import { charCount, maxChars } from '../chars.ts';
 import { invalid } from '../errors.ts';
 import { ignored, jsonObject } from '../validation.ts';
-import { formatDb, parseIsoMicros, compareMicros } from '../query/timestamps.ts';
+import { formatDb, parseIsoMicros, compareMicros } from '../time/iso.ts';
 import { EQ_IN, NEGATIVE, OPERATORS, type Operator, type Positive } from '../query/operators.ts';
 
 export { OPERATORS, type Operator } from '../query/operators.ts';

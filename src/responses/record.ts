@@ -16,7 +16,7 @@
 import * as v from 'valibot';
 import { maxChars } from '../chars.ts';
 import { invalid, toIssues, type Issue } from '../errors.ts';
-import { formatApi, parseIsoMicros } from '../query/timestamps.ts';
+import { formatApi, parseIsoMicros } from '../time/iso.ts';
 import { COMPLETION_VALUES, scalarAsNumber } from './filters.ts';
 
 export const MAX_BATCH = 1000;

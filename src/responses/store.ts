@@ -20,7 +20,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { invalid, type Issue } from '../errors.ts';
 import { QUERY_SETTINGS } from './compile.ts';
 import { apiToDb, toResponseRow, type ResponseRecord } from './record.ts';
-import { dbToApi } from '../query/timestamps.ts';
+import { dbToApi } from '../time/iso.ts';
 
 interface Identity {
   survey_id: string;

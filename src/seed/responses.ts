@@ -7,6 +7,7 @@ import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { availableParallelism } from 'node:os';
 import { planParams, planSurveys } from './plan.ts';
 import { SEED_INSERT_SQL } from './sql.ts';
+import { formatDb, fromMillis } from '../time/iso.ts';
 
 export interface SeedOptions {
   orgId: string;
@@ -49,9 +50,9 @@ export const respondentPool = (responses: number) => Math.max(1, Math.round(resp
 /** Groups (accounts, segments): about one per 40 respondents, within 3..5000. */
 export const groupPool = (responses: number) => Math.min(5000, Math.max(3, Math.round(respondentPool(responses) / 40)));
 
-/** 'YYYY-MM-DD HH:MM:SS.ffffff' in UTC, the DateTime64(6) parameter text. */
+/** 'YYYY-MM-DD HH:MM:SS.ffffff' in UTC, the DateTime64(6) parameter text (src/time/iso.ts's formatDb). */
 export function toDateTime64Param(date: Date): string {
-  return `${date.toISOString().slice(0, 23).replace('T', ' ')}000`;
+  return formatDb(fromMillis(date.getTime()));
 }
 
 function checkRange(name: keyof typeof SEED_LIMITS, value: number) {

@@ -39,6 +39,12 @@ describe('releases (HTTP)', () => {
     ['tags not strings', { name: 'x', version: '1', tags: [1] }, 'tags[0]'],
     ['released_at without offset', { name: 'x', version: '1', released_at: '2024-05-01T12:00:00' }, 'released_at'],
     ['released_at not a date', { name: 'x', version: '1', released_at: 'yesterday' }, 'released_at'],
+    // Impossible days were rolled over (2023-02-29 stored as 2023-03-01): the one parser refuses them.
+    ['released_at on 2023-02-29', { name: 'x', version: '1', released_at: '2023-02-29T10:00:00Z' }, 'released_at'],
+    ['released_at on 2024-04-31', { name: 'x', version: '1', released_at: '2024-04-31T10:00:00+02:00' }, 'released_at'],
+    ['released_at at hour 24', { name: 'x', version: '1', released_at: '2024-05-01T24:00:00Z' }, 'released_at'],
+    // DateTime64 holds 1900..2299; ClickHouse would clamp silently.
+    ['released_at in 1850', { name: 'x', version: '1', released_at: '1850-01-01T00:00:00Z' }, 'released_at'],
   ];
   for (const [name, body, path] of invalid) {
     it(`rejects ${name} with 400 naming ${path}, storing nothing`, async () => {
@@ -67,5 +73,23 @@ describe('releases (HTTP)', () => {
     const bad = await svc.request('GET', '/1.0/release?from=soon', { token });
     expect(bad.status).to.equal(400);
     expect(bad.body.error.issues[0].path).to.equal('from');
+    for (const query of ['from=2024-02-30T00:00:00Z', 'to=2023-02-29T00:00:00Z']) {
+      const impossible = await svc.request('GET', `/1.0/release?${query}`, { token });
+      expect([impossible.status, impossible.body.error.issues[0].path], query).to.deep.equal([400, query.slice(0, query.indexOf('='))]);
+    }
+  });
+
+  it('takes a real leap day and keeps released_at to the millisecond, whatever the offset form', async () => {
+    for (const [given, stored] of [
+      ['2024-02-29T23:30:00.1239-01:00', '2024-03-01T00:30:00.123Z'],
+      ['2000-02-29t12:00z', '2000-02-29T12:00:00.000Z'],
+      ['2024-05-01 10:00:00+0530', '2024-05-01T04:30:00.000Z'],
+      ['1969-12-31T23:59:59.9999Z', '1969-12-31T23:59:59.999Z'],
+    ]) {
+      const res = await svc.request('POST', '/1.0/release', { token, body: { name: `leap ${given}`, version: '1', released_at: given } });
+      expect([res.status, res.body.released_at], given).to.deep.equal([201, stored]);
+      const listed = await svc.request('GET', `/1.0/release?from=${encodeURIComponent(stored)}&to=${encodeURIComponent(stored)}`, { token });
+      expect(listed.body.releases.map((r: { name: string; released_at: string }) => [r.name, r.released_at]), given).to.deep.include([`leap ${given}`, stored]);
+    }
   });
 });

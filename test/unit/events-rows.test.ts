@@ -13,7 +13,7 @@ import {
   type EventRow,
 } from '../../src/events/rows.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
-import { toClickHouseDateTime64 } from '../../src/clickhouse/sql.ts';
+import { formatDbDate } from '../../src/time/iso.ts';
 
 const ORG = '7f9c0a52-3d1e-4b6a-9c2f-0e8d1a2b3c4d';
 const OTHER_ORG = '0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9';
@@ -164,7 +164,7 @@ describe('event rows', () => {
     });
 
     it('formats DateTime64(3) text in UTC', () => {
-      expect(toClickHouseDateTime64(new Date('2026-01-02T03:04:05.006Z'))).to.equal('2026-01-02 03:04:05.006');
+      expect(formatDbDate(new Date('2026-01-02T03:04:05.006Z'))).to.equal('2026-01-02 03:04:05.006');
     });
   });
 

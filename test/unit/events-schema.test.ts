@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { toJsonSchema } from '@valibot/to-json-schema';
-import { eventBatchSchema, parseEventBatch, parseIsoTimestamp } from '../../src/events/schema.ts';
+import { eventBatchSchema, parseEventBatch } from '../../src/events/schema.ts';
+import { parseIsoMillis } from '../../src/time/iso.ts';
 import { DomainError, type Issue } from '../../src/errors.ts';
 
 /** The issues of the 400 that `body` must produce. */
@@ -316,7 +317,7 @@ describe('events schema', () => {
     for (const [input, expected] of valid) {
       it(`accepts ${input}`, () => {
         expect(parseEventBatch([{ type: 'identify', timestamp: input }])[0].timestamp).to.equal(input);
-        expect(new Date(parseIsoTimestamp(input)!).toISOString()).to.equal(expected);
+        expect(new Date(parseIsoMillis(input)!).toISOString()).to.equal(expected);
       });
     }
 
@@ -325,7 +326,7 @@ describe('events schema', () => {
         fc.property(fc.date({ min: new Date('0000-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59.999Z'), noInvalidDate: true }), (date) => {
           const text = date.toISOString();
           expect(parseEventBatch([{ type: 'identify', timestamp: text }])).to.have.length(1);
-          expect(parseIsoTimestamp(text)).to.equal(date.getTime());
+          expect(parseIsoMillis(text)).to.equal(date.getTime());
         }),
       );
     });
@@ -355,7 +356,7 @@ describe('events schema', () => {
     for (const input of invalid) {
       it(`rejects ${JSON.stringify(input)} with a 400 at [0].timestamp`, () => {
         expect(pathsOf([{ type: 'identify', timestamp: input }])).to.deep.equal(['[0].timestamp']);
-        expect(parseIsoTimestamp(input)).to.equal(undefined);
+        expect(parseIsoMillis(input)).to.equal(undefined);
       });
     }
   });

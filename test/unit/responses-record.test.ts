@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { DomainError } from '../../src/errors.ts';
 import { answerText, parseResponseBatch, toResponseRow } from '../../src/responses/record.ts';
-import { dbToApi, formatApi, formatDb, parseIsoMicros } from '../../src/query/timestamps.ts';
+import { dbToApi, formatApi, formatDb, parseIsoMicros } from '../../src/time/iso.ts';
 
 const ORG = '0f0f0f0f-0000-4000-8000-000000000001';
 const OTHER_ORG = '0f0f0f0f-0000-4000-8000-000000000002';
