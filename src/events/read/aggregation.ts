@@ -30,6 +30,7 @@ import { jsonObject } from '../../validation.ts';
 import { propertyValue, rawJsonValue, type JsonValueSql } from './compile.ts';
 import { eventScopeEntries } from './filters.ts';
 import { EVENT_QUERY_SETTINGS, EventSource, type EventScope } from './source.ts';
+import { maxChars } from '../../chars.ts';
 
 export type EventGroupByRule =
   | { readonly field: 'timestamp'; readonly minInterval: MinInterval; readonly buckets: number }
@@ -43,7 +44,7 @@ export type EventMetric = (typeof EVENT_METRICS)[number];
 
 const bucketsMessage = `date_histogram_buckets must be an integer from 1 to ${MAX_HISTOGRAM_BUCKETS}`;
 const name = (what: string) =>
-  v.pipe(v.string(`${what} must be a string`), v.minLength(1, `${what} must not be empty`), v.maxLength(255, `${what} is at most 255 characters`));
+  v.pipe(v.string(`${what} must be a string`), v.minLength(1, `${what} must not be empty`), maxChars(255, `${what} is at most 255 characters`));
 
 const ruleSchema = v.variant('field', [
   v.pipe(

@@ -27,8 +27,9 @@
 import * as v from 'valibot';
 import { EVENT_TYPES } from '../schema.ts';
 import { EQ_IN, OPERATORS, splitOperator, type Operator } from '../../query/operators.ts';
-import { formatDb, parseIsoMicros, compareMicros } from '../../query/timestamps.ts';
+import { formatDb, parseIsoMicros, compareMicros } from '../../time/iso.ts';
 import { jsonObject } from '../../validation.ts';
+import { charCount, maxChars } from '../../chars.ts';
 
 const TEXT_OPS = [...EQ_IN, 'contains', 'not_contains', 'null', 'not_null'] as const;
 const NAME_OPS = [...EQ_IN, 'null', 'not_null'] as const;
@@ -98,7 +99,7 @@ const rawFilterSchema = jsonObject({
     v.maxLength(MAX_FILTER_VALUES, `values holds at most ${MAX_FILTER_VALUES} items`),
   )),
   property_key: v.optional(v.pipe(
-    v.string('property_key must be a string'), v.minLength(1, 'property_key must not be empty'), v.maxLength(255, 'property_key is at most 255 characters'),
+    v.string('property_key must be a string'), v.minLength(1, 'property_key must not be empty'), maxChars(255, 'property_key is at most 255 characters'),
   )),
 }, 'a filter');
 
@@ -195,7 +196,7 @@ function scalar(x: unknown): Scalar | undefined {
 
 function boundedString(min: number) {
   return (x: unknown): string | undefined =>
-    typeof x === 'string' && x.length >= min && x.length <= MAX_VALUE_LENGTH ? x : undefined;
+    typeof x === 'string' && x.length >= min && charCount(x) <= MAX_VALUE_LENGTH ? x : undefined;
 }
 
 /** `null`/`not_null` take no argument. */

@@ -10,7 +10,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
 import { notFound } from '../../errors.ts';
-import { dbToApi } from '../../query/timestamps.ts';
+import { dbToApi } from '../../time/iso.ts';
 import { userIdForAlias } from '../rows.ts';
 import { EVENT_QUERY_SETTINGS, EventSource } from './source.ts';
 

@@ -2,7 +2,7 @@
  * An event as read back: the stored row -> the JSON the API returns. Fields a type does not carry
  * (stored as '') are left out, as is an empty context; `properties` is the object that was sent.
  */
-import { dbToApi } from '../../query/timestamps.ts';
+import { dbToApi } from '../../time/iso.ts';
 
 /** The columns an event read selects, in the order of `EventReadRow`. */
 export const EVENT_COLUMNS = [

@@ -5,6 +5,7 @@ import { aggregateEvents, eventAggregationBodySchema, type EventAggregationBody,
 import { userProfile } from './profile.ts';
 import { EVENT_RESULT_SCHEMAS } from './openapi.ts';
 import { eventScopeOf, eventSearchBodySchema, searchEvents, type EventSearchBody } from './search.ts';
+import { charCount } from '../../chars.ts';
 
 const READ_ERRORS = [400, 401, 403, 413, 415, 429, 503] as const;
 
@@ -76,7 +77,7 @@ export function eventReadsFeature(deps: AppDeps): Feature {
         errors: [400, 401, 403, 404, 429, 503],
         handler: ({ auth, params }) => {
           const alias = params.user_alias ?? '';
-          if (alias.length < 1 || alias.length > 255) throw invalid('user_alias must be 1 to 255 characters', [{ path: 'user_alias', message: 'must be 1 to 255 characters' }]);
+          if (alias.length < 1 || charCount(alias) > 255) throw invalid('user_alias must be 1 to 255 characters', [{ path: 'user_alias', message: 'must be 1 to 255 characters' }]);
           return userProfile(client(), auth.orgId, alias);
         },
       }),
