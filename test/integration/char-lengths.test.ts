@@ -9,12 +9,12 @@ import { startTestService, type TestService } from './harness.ts';
  */
 const emoji = (n: number) => '\u{1F600}'.repeat(n);
 
-describe('length limits count characters on releases and survey responses (HTTP)', () => {
+describe('length limits count characters on releases, survey responses and event reads (HTTP)', () => {
   let svc: TestService;
   let token: string;
   before(async () => {
     svc = await startTestService();
-    token = await svc.token(['releases', 'responses:read', 'responses:write']);
+    token = await svc.token(['releases', 'responses:read', 'responses:write', 'events', 'events:read']);
   });
   after(() => svc.close());
 
@@ -74,5 +74,18 @@ describe('length limits count characters on releases and survey responses (HTTP)
     const ok = await aggregate(emoji(255));
     expect(ok.status, JSON.stringify(ok.body).slice(0, 300)).to.equal(200);
     expect((await aggregate(emoji(256))).status).to.equal(400);
+  });
+
+  it('event reads: a property_key of 255 emoji and a user_alias of 255 emoji are taken, 256 are 400s', async () => {
+    const alias = emoji(255);
+    expect((await svc.request('POST', '/1.0/event', { token, body: [{ type: 'identify', user_alias: alias, properties: { [emoji(255)]: 'v' } }] })).status).to.equal(200);
+    const profile = await svc.request('GET', `/1.0/user/${encodeURIComponent(alias)}`, { token });
+    expect(profile.status, JSON.stringify(profile.body).slice(0, 300)).to.equal(200);
+    expect((await svc.request('GET', `/1.0/user/${encodeURIComponent(emoji(256))}`, { token })).status).to.equal(400);
+    const search = (propertyKey: string) =>
+      svc.request('POST', '/1.0/event/search', { token, body: { filters: [{ key: 'property', property_key: propertyKey, operator: 'eq', value: 'v' }] } });
+    const found = await search(emoji(255));
+    expect(found.status, JSON.stringify(found.body).slice(0, 300)).to.equal(200);
+    expect((await search(emoji(256))).status).to.equal(400);
   });
 });
