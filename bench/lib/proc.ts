@@ -19,8 +19,13 @@ function clockTicks(): number {
   return ticksPerSecond;
 }
 
-export function cpuSeconds(pid: number | undefined): number | undefined {
-  if (!pid) return undefined;
+export function cpuSeconds(pid: number | readonly number[] | undefined): number | undefined {
+  if (Array.isArray(pid)) {
+    // Several processes (the engines of an embedded cluster): their sum.
+    const each = pid.map((p) => cpuSeconds(p));
+    return each.some((x) => x === undefined) ? undefined : each.reduce<number>((a, b) => a + b!, 0);
+  }
+  if (typeof pid !== 'number' || !pid) return undefined;
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // The command name (field 2) may contain spaces and parentheses: split after the last ')'.
@@ -65,7 +70,8 @@ export interface CpuSnapshot {
 
 export interface CpuPids {
   service?: number;
-  engine?: number;
+  /** The engine, or every engine of an embedded cluster (summed). */
+  engine?: number | number[];
 }
 
 export function cpuSnapshot(pids: CpuPids): CpuSnapshot {

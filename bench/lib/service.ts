@@ -7,7 +7,9 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { buildClient } from '../../src/clickhouse/connection.ts';
 import { findRunningEngine, type EngineEndpoint } from '../../src/clickhouse/engine.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { mintToken } from '../../src/tokens/tokens.ts';
+import { mintToken, type Scope, type TokenStore } from '../../src/tokens/tokens.ts';
+import { connectDatabase } from '../../src/clickhouse/connection.ts';
+import { createLogger } from '../../src/log.ts';
 import { REPO_ROOT } from './machine.ts';
 
 /**
@@ -25,14 +27,19 @@ export interface BenchTarget {
   endpoint: EngineEndpoint;
   /** The service's node process (undefined for --url without --pid). */
   servicePid: number | undefined;
-  /** The embedded engine's process, from DATA_DIR/engine.json (undefined with CLICKHOUSE_URL). */
-  enginePid(): number | undefined;
+  /**
+   * The embedded engine's process, from DATA_DIR/engine.json (undefined with CLICKHOUSE_URL); with
+   * TALLYHOUSE_EMBEDDED_SHARDS=N, every shard's engine (DATA_DIR/shard-<i>/engine.json).
+   */
+  enginePid(): number | number[] | undefined;
   /** The environment the service was started with (the settings of the run). */
   serviceEnv: Record<string, string>;
   /** Extra node flags the service was started with. */
   serviceNodeArgs: string[];
   /** A fresh events token for a new organization. */
   mintEventsToken(orgId: string): Promise<string>;
+  /** A token with these scopes (written to every node of an embedded cluster). */
+  mintToken(orgId: string, scopes: Scope[]): Promise<string>;
   /** Last lines of the service's stderr (for failures). */
   stderrTail(): string;
   stop(): Promise<void>;
@@ -77,20 +84,33 @@ function freePort(): Promise<number> {
   });
 }
 
-function readEnginePid(dataDir: string): number | undefined {
-  try {
-    return JSON.parse(readFileSync(join(dataDir, 'engine.json'), 'utf8')).pid;
-  } catch {
-    return undefined;
-  }
+function readEnginePid(dataDir: string, shards = 1): number | number[] | undefined {
+  const pidIn = (dir: string): number | undefined => {
+    try {
+      return JSON.parse(readFileSync(join(dir, 'engine.json'), 'utf8')).pid;
+    } catch {
+      return undefined;
+    }
+  };
+  if (shards <= 1) return pidIn(dataDir);
+  const pids = Array.from({ length: shards }, (_, i) => pidIn(join(dataDir, `shard-${i + 1}`)));
+  return pids.every((p) => p !== undefined) ? (pids as number[]) : undefined;
 }
 
-async function connectStorage(config: Config): Promise<{ endpoint: EngineEndpoint; client: ClickHouseClient }> {
+/**
+ * The service's storage, for the bench's own queries (count rows, query_log, direct inserts). An
+ * embedded cluster is reached through its first shard (Distributed tables answer from any node);
+ * tokens are minted through the Database so that cluster mode writes every node (tokens.ts).
+ */
+async function connectStorage(config: Config): Promise<{ endpoint: EngineEndpoint; client: ClickHouseClient; tokens: TokenStore; close(): Promise<void> }> {
   let endpoint: EngineEndpoint | undefined;
   if (config.clickhouse.url) endpoint = { url: config.clickhouse.url, headers: {} };
-  else endpoint = await findRunningEngine(config.dataDir);
+  else endpoint = await findRunningEngine(config.embeddedShards > 1 ? join(config.dataDir, 'shard-1') : config.dataDir);
   if (!endpoint) throw new Error(`no running engine found in ${config.dataDir} (is the service running on it?)`);
-  return { endpoint, client: buildClient(endpoint, config, config.clickhouse.database) };
+  const client = buildClient(endpoint, config, config.clickhouse.database);
+  if (config.embeddedShards <= 1 || config.clickhouse.url) return { endpoint, client, tokens: client, close: () => client.close() };
+  const db = await connectDatabase(config, createLogger('silent'), { supervise: false });
+  return { endpoint, client, tokens: db, close: async () => { await client.close(); await db.close(); } };
 }
 
 /**
@@ -138,7 +158,7 @@ export async function startService(opts: StartOptions = {}): Promise<BenchTarget
     log(`starting the service (${external ? `CLICKHOUSE_URL=${process.env.CLICKHOUSE_URL}` : `embedded engine, DATA_DIR=${dataDir}`})`);
     const url = await waitForService(child, () => stdout, () => exited, external ? `http://127.0.0.1:${port}` : undefined, stderrTail);
     const config = loadConfig({ ...process.env, ...serviceEnv });
-    const { endpoint, client } = await connectStorage(config);
+    const { endpoint, client, tokens, close } = await connectStorage(config);
     log(`service up at ${url}`);
     return {
       url,
@@ -148,13 +168,14 @@ export async function startService(opts: StartOptions = {}): Promise<BenchTarget
       client,
       endpoint,
       servicePid: child.pid,
-      enginePid: () => (external ? undefined : readEnginePid(dataDir)),
+      enginePid: () => (external ? undefined : readEnginePid(dataDir, config.embeddedShards)),
       serviceEnv,
       serviceNodeArgs: opts.nodeArgs ?? [],
-      mintEventsToken: async (orgId) => (await mintToken(client, orgId, ['events'], 'bench')).token,
+      mintEventsToken: async (orgId) => (await mintToken(tokens, orgId, ['events'], 'bench')).token,
+      mintToken: async (orgId, scopes) => (await mintToken(tokens, orgId, scopes, 'bench')).token,
       stderrTail,
       stop: async () => {
-        await client.close();
+        await close();
         await stopChild();
         removeData();
       },
@@ -204,7 +225,7 @@ export async function attachService(url: string, opts: { dataDir?: string; pid?:
   if (!config.clickhouse.url && !(opts.dataDir && existsSync(join(config.dataDir, 'engine.json')))) {
     throw new Error('--url needs the service storage too: --data-dir <its DATA_DIR> or CLICKHOUSE_URL');
   }
-  const { endpoint, client } = await connectStorage(config);
+  const { endpoint, client, tokens, close } = await connectStorage(config);
   return {
     url: url.replace(/\/$/, ''),
     storage: config.clickhouse.url ? 'external' : 'embedded',
@@ -213,13 +234,14 @@ export async function attachService(url: string, opts: { dataDir?: string; pid?:
     client,
     endpoint,
     servicePid: opts.pid,
-    enginePid: () => (config.clickhouse.url ? undefined : readEnginePid(config.dataDir)),
+    enginePid: () => (config.clickhouse.url ? undefined : readEnginePid(config.dataDir, config.embeddedShards)),
     serviceEnv: {},
     serviceNodeArgs: [],
-    mintEventsToken: async (orgId) => (await mintToken(client, orgId, ['events'], 'bench')).token,
+    mintEventsToken: async (orgId) => (await mintToken(tokens, orgId, ['events'], 'bench')).token,
+    mintToken: async (orgId, scopes) => (await mintToken(tokens, orgId, scopes, 'bench')).token,
     stderrTail: () => '',
     stop: async () => {
-      await client.close();
+      await close();
     },
   };
 }
