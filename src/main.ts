@@ -33,28 +33,37 @@ async function serve(config: Config, log: Logger): Promise<void> {
   const deps = { config, db, log, tokens: new TokenCache(), sharedLimits };
   const app = createApp(deps, features(deps));
   const port = await app.listen(config.port, config.host);
-  log.info({ msg: 'listening', host: config.host, port, engine: db.mode() });
+  log.info({ msg: 'listening', host: config.host, port, engine: db.mode(), maxConnections: app.maxConnections });
   if (!config.clickhouse.url) {
     const demo = await ensureDemo(db, config.dataDir, log);
     out(demoBanner(demo, `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`));
   }
 
+  // SIGTERM (an orchestrator) or SIGINT (Ctrl-C; the engine is in its own process group, so it
+  // keeps running until we stop it): stop accepting, answer what is in flight, commit what is
+  // queued, then stop the engine. A second signal does not cut the drain short.
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     log.info({ msg: 'shutting down', signal });
-    const force = setTimeout(() => process.exit(1), 30_000);
+    const force = setTimeout(() => {
+      log.error({ msg: 'shutdown did not finish in time; exiting', afterMs: SHUTDOWN_DEADLINE_MS });
+      process.exit(1);
+    }, SHUTDOWN_DEADLINE_MS);
     force.unref();
-    await app.close();
+    const { forced } = await app.close();
     await sharedLimits?.close();
     await db.close();
-    log.info({ msg: 'stopped' });
+    log.info({ msg: 'stopped', signal, connectionsCut: forced });
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));
   process.on('SIGINT', () => void stop('SIGINT'));
 }
+
+/** Past this, the process exits 1 whatever is left (the HTTP grace is 20 s, the engine's stop 15 s at most). */
+const SHUTDOWN_DEADLINE_MS = 40_000;
 
 /** One-shot commands: connect (to the running engine if there is one), run, disconnect. */
 async function withDatabase(config: Config, log: Logger, fn: (db: Database) => Promise<void>) {

@@ -4,7 +4,7 @@ import type { Logger } from '../log.ts';
 import { connectEmbeddedCluster, connectExternalCluster } from './cluster.ts';
 import { unavailable } from '../errors.ts';
 import type { ClusterLayout } from './cluster-ddl.ts';
-import { EngineProcess, findRunningEngine, ping, sleep, type EngineEndpoint, type EngineOptions } from './engine.ts';
+import { EngineProcess, findRunningEngine, probe, sleep, type EngineEndpoint, type EngineOptions } from './engine.ts';
 
 /**
  * The one place that builds @clickhouse/client clients, always over HTTP. `Database.client()`
@@ -145,6 +145,7 @@ export class EmbeddedDatabase implements Database {
   private closing = false;
   private recovering: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private localErrorStreak = 0;
 
   constructor(
     private readonly config: Config,
@@ -205,8 +206,16 @@ export class EmbeddedDatabase implements Database {
 
   private async healthCheck() {
     if (this.closing || this.recovering || !this.pair) return;
-    if (await ping(this.pair.endpoint, 2000)) return;
-    if (this.closing || this.recovering) return;
+    const result = await probe(this.pair.endpoint, 2000);
+    if (result === 'up') this.localErrorStreak = 0;
+    if (result === 'up' || this.closing || this.recovering) return;
+    if (result === 'local-error') {
+      // Out of descriptors here (EMFILE) says nothing of the engine; killing it would turn a
+      // transient local shortage into an outage, and the restart would fail for the same reason.
+      this.localErrorStreak++;
+      if (this.localErrorStreak === 1) this.log.warn({ msg: 'engine health check could not open a socket (out of descriptors?); engine left running' });
+      return;
+    }
     this.log.warn({ msg: 'embedded engine not answering; recovering', url: this.pair.endpoint.url });
     if (this.owned?.alive) await this.owned.stop(2000);
     void this.recover();

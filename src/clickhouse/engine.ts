@@ -71,21 +71,45 @@ function engineConfigXml(key: string): string {
 `;
 }
 
+/** The outcome of a health probe. `local-error`: this process could not even open a socket. */
+export type ProbeResult = 'up' | 'down' | 'local-error';
+
+/**
+ * Errors of this process, not of the engine: out of descriptors (EMFILE, ENFILE), buffers
+ * (ENOBUFS) or memory. Restarting a healthy engine cannot cure them, and the restart would itself
+ * fail for the same reason.
+ */
+const LOCAL_RESOURCE_ERRORS = new Set(['EMFILE', 'ENFILE', 'ENOBUFS', 'ENOMEM', 'EADDRNOTAVAIL']);
+
+export function isLocalResourceError(err: unknown): boolean {
+  return LOCAL_RESOURCE_ERRORS.has((err as { code?: string })?.code ?? '');
+}
+
 /**
  * GET /ping on a fresh connection (no keep-alive): a pooled idle socket would make the engine wait
  * for it at shutdown.
  */
-export function ping(endpoint: EngineEndpoint, timeoutMs = 1000): Promise<boolean> {
+export function probe(endpoint: EngineEndpoint, timeoutMs = 1000): Promise<ProbeResult> {
   return new Promise((resolve) => {
-    const req = httpGet(`${endpoint.url}/ping`, { headers: endpoint.headers, agent: false, timeout: timeoutMs }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode === 200));
-      // A socket cut after the headers: no 'end'. (A settled promise ignores later calls.)
-      res.on('close', () => resolve(false));
-    });
+    let req;
+    try {
+      req = httpGet(`${endpoint.url}/ping`, { headers: endpoint.headers, agent: false, timeout: timeoutMs }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode === 200 ? 'up' : 'down'));
+        // A socket cut after the headers: no 'end'. (A settled promise ignores later calls.)
+        res.on('close', () => resolve('down'));
+      });
+    } catch (err) {
+      resolve(isLocalResourceError(err) ? 'local-error' : 'down');
+      return;
+    }
     req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(false));
+    req.on('error', (err) => resolve(isLocalResourceError(err) ? 'local-error' : 'down'));
   });
+}
+
+export async function ping(endpoint: EngineEndpoint, timeoutMs = 1000): Promise<boolean> {
+  return (await probe(endpoint, timeoutMs)) === 'up';
 }
 
 function endpointFor(port: number, key: string): EngineEndpoint {
@@ -135,11 +159,20 @@ export class EngineProcess {
   private exited = false;
   readonly exitPromise: Promise<number | null>;
 
-  private constructor(readonly child: ChildProcess, readonly endpoint: EngineEndpoint) {
+  private constructor(readonly child: ChildProcess, readonly endpoint: EngineEndpoint, log: Logger) {
     this.exitPromise = new Promise((resolve) => {
       child.once('exit', (code) => {
         this.exited = true;
         resolve(code);
+      });
+      // Without a listener, an 'error' event (the spawn failed, e.g. EMFILE; or a kill failed)
+      // would end the whole service. A failed spawn has no pid and will never emit 'exit'.
+      child.on('error', (err) => {
+        log.error({ msg: 'embedded engine process error', error: String(err), pid: child.pid ?? null });
+        if (child.pid === undefined) {
+          this.exited = true;
+          resolve(null);
+        }
       });
     });
   }
@@ -156,6 +189,7 @@ export class EngineProcess {
     const { key, configPath } = prepareDataDir(dataDir, options.extraConfigXml);
     const port = await freePort(preferredPort);
     const logFd = openSync(join(dataDir, 'engine.log'), 'a', 0o600);
+    let child: ChildProcess;
     const args = [
       `--config-file=${configPath}`,
       `--path=${join(dataDir, 'clickhouse')}`,
@@ -168,12 +202,19 @@ export class EngineProcess {
       '--structure=line String',
       '--input-format=LineAsString',
     ];
-    const child = spawn(process.execPath, [CHILD_SCRIPT, ...args], { stdio: ['pipe', logFd, logFd] });
-    closeSync(logFd);
+    try {
+      // Its own process group (detached): a Ctrl-C in a terminal signals our group only, so the
+      // service drains its queue into an engine that is still there, then stops it. The engine
+      // still never outlives the service: it exits when its stdin pipe closes, and the pipe
+      // closes when this process ends, however it ends.
+      child = spawn(process.execPath, [CHILD_SCRIPT, ...args], { stdio: ['pipe', logFd, logFd], detached: true });
+    } finally {
+      closeSync(logFd);
+    }
     // The pipe must stay open for the engine's life; errors on it (EPIPE after the child died)
     // are reported through 'exit', not here.
     child.stdin?.on('error', () => {});
-    const engine = new EngineProcess(child, endpointFor(port, key));
+    const engine = new EngineProcess(child, endpointFor(port, key), log);
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline) {
       if (!engine.alive) throw new Error(`embedded engine exited before it was ready (see ${join(dataDir, 'engine.log')})`);

@@ -1,20 +1,26 @@
 import Koa from 'koa';
 import Router from '@koa/router';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { DomainError, parseOrThrow } from '../errors.ts';
 import { requireScope } from './auth.ts';
 import { jsonBody } from './body.ts';
 import type { AppDeps, AppState } from './context.ts';
 import { errorMiddleware } from './errors.ts';
+import { createHttpServer } from './http-server.ts';
 import { opsFeature } from './ops.ts';
 import { rateLimit } from './rate-limit.ts';
 import { isRouteAnswer, type Feature, type RateClass, type Route } from './route.ts';
 
 export interface App {
   server: Server;
+  /** Client connections accepted at once (MAX_CONNECTIONS, or derived from the descriptor limit). */
+  maxConnections: number;
   listen(port: number, host: string): Promise<number>;
-  /** Stops accepting, commits what is queued, answers the waiting requests, then closes. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting, answers the requests in flight (closing their connections), then commits
+   * what is still queued. `forced`: connections had to be cut after the grace period.
+   */
+  close(): Promise<{ forced: boolean }>;
 }
 
 /**
@@ -46,31 +52,17 @@ export function createApp(deps: AppDeps, features: readonly Feature[]): App {
   koa.use(router.routes());
   koa.use(methodNotAllowed(router));
 
-  const server = createServer(koa.callback());
-  // Slow-loris bounds: headers within 10 s, a whole request within 60 s.
-  server.headersTimeout = 10_000;
-  server.requestTimeout = 60_000;
-  // Idle kept-alive connections stay open longer than the usual client and load-balancer idle
-  // timeouts (60 s for most): the side that closes an idle connection first races a request the
-  // other side is sending on it, and that request gets a reset, not an answer. Node's 5 s default
-  // lost requests that way under the ingest bench's open loop.
-  server.keepAliveTimeout = 65_000;
+  const http = createHttpServer(koa.callback(), { maxConnections: deps.config.maxConnections, log: deps.log });
 
   return {
-    server,
-    listen: (port, host) =>
-      new Promise((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => resolve((server.address() as { port: number }).port));
-      }),
+    server: http.server,
+    maxConnections: http.maxConnections,
+    listen: http.listen,
     close: async () => {
-      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-      server.closeIdleConnections();
+      // Requests in flight still submit their events: the queues close only once they are answered.
+      const { forced } = await http.close();
       await Promise.all(all.map((f) => f.drain?.()));
-      // Requests still being answered finish; idle keep-alive sockets are closed.
-      const force = setTimeout(() => server.closeAllConnections(), 10_000);
-      await closed;
-      clearTimeout(force);
+      return { forced };
     },
   };
 }
