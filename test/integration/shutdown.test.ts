@@ -1,0 +1,129 @@
+import type { ClickHouseClient } from '@clickhouse/client';
+import { expect } from 'chai';
+import { Agent, request as httpRequest } from 'node:http';
+import { connectDatabase } from '../../src/clickhouse/connection.ts';
+import { loadConfig } from '../../src/config.ts';
+import { createLogger } from '../../src/log.ts';
+import { isAlive, startServiceProcess, type ServiceProcess } from './service-process.ts';
+
+interface Outcome {
+  name: string;
+  status: number | 'connection-error';
+  /** The answer asked to close the connection. */
+  closed: boolean;
+}
+
+/** One POST /1.0/event on a kept-alive connection of `agent`; each request names its events uniquely. */
+function postEvents(svc: ServiceProcess, agent: Agent, name: string, events: number): Promise<Outcome> {
+  const body = JSON.stringify(Array.from({ length: events }, () => ({ type: 'track', event_name: name })));
+  return new Promise((resolve) => {
+    const req = httpRequest(
+      `${svc.url}/1.0/event`,
+      { method: 'POST', agent, headers: { authorization: `Bearer ${svc.eventsToken}`, 'content-type': 'application/json' } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve({ name, status: res.statusCode!, closed: res.headers.connection === 'close' }));
+        res.on('error', () => resolve({ name, status: 'connection-error', closed: true }));
+      },
+    );
+    req.on('error', () => resolve({ name, status: 'connection-error', closed: true }));
+    req.end(body);
+  });
+}
+
+/**
+ * `loops` clients, each sending requests one after the other on its own kept-alive connection
+ * until its connection is refused. Resolves with every outcome once all have stopped.
+ */
+function keepAliveLoad(svc: ServiceProcess, loops: number, eventsPerRequest: number) {
+  const outcomes: Outcome[] = [];
+  const agent = new Agent({ keepAlive: true, maxSockets: loops });
+  const done = Promise.all(
+    Array.from({ length: loops }, async (_, loop) => {
+      for (let i = 0; ; i++) {
+        const outcome = await postEvents(svc, agent, `shutdown-${loop}-${i}`, eventsPerRequest);
+        outcomes.push(outcome);
+        if (outcome.status === 'connection-error') return;
+      }
+    }),
+  ).finally(() => agent.destroy());
+  return { outcomes, done };
+}
+
+/** Reads the stopped service's data directory through a new engine. */
+async function storedCounts(dataDir: string): Promise<Map<string, number>> {
+  const db = await connectDatabase(loadConfig({ DATA_DIR: dataDir }), createLogger('silent'), { supervise: false });
+  try {
+    const client: ClickHouseClient = db.client();
+    const rows = await (
+      await client.query({ query: "SELECT event_name, count() AS c FROM events WHERE startsWith(event_name, 'shutdown-') GROUP BY event_name", format: 'JSONEachRow' })
+    ).json<{ event_name: string; c: string }>();
+    return new Map(rows.map((r) => [r.event_name, Number(r.c)]));
+  } finally {
+    await db.close();
+  }
+}
+
+async function waitUntil(cond: () => boolean, what: string, timeoutMs = 30_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+function expectGracefulExit(svc: ServiceProcess, exit: { code: number | null; signal: NodeJS.Signals | null }, signal: string) {
+  expect(exit, 'exits 0 on its own (the 40 s deadline exits 1)').to.deep.equal({ code: 0, signal: null });
+  const stopped = svc.logs().find((l) => l.msg === 'stopped');
+  expect(stopped, 'the graceful path ran to its end').to.deep.include({ signal, connectionsCut: false });
+}
+
+describe('graceful shutdown of tallyhouse serve (real signals)', function () {
+  this.timeout(120_000);
+  let svc: ServiceProcess | undefined;
+  afterEach(async () => {
+    await svc?.cleanup();
+    svc = undefined;
+  });
+
+  it('SIGTERM under keep-alive load: connections busy at the signal are answered and closed, never 503; every acknowledged event is stored once', async () => {
+    svc = await startServiceProcess({ env: { RATE_LIMIT_EVENTS: '1000000', INGEST_BATCH_DELAY_MS: '50' } });
+    const enginePid = svc.engineState().pid;
+    const load = keepAliveLoad(svc, 16, 3);
+    await waitUntil(() => load.outcomes.filter((o) => o.status === 200).length >= 200, '200 acknowledged requests');
+    svc.child.kill('SIGTERM');
+    const exit = await svc.exited;
+    await load.done;
+
+    expectGracefulExit(svc, exit, 'SIGTERM');
+    const statuses = new Set(load.outcomes.map((o) => o.status));
+    expect([...statuses].sort(), 'answers are 200 or a refused/closed connection, no 503').to.deep.equal([200, 'connection-error'].sort());
+    expect(load.outcomes.some((o) => o.status === 200 && o.closed), 'requests in flight at the signal were answered with Connection: close').to.equal(true);
+    await waitUntil(() => !isAlive(enginePid), 'the engine to exit with the service');
+
+    const stored = await storedCounts(svc.dataDir);
+    const acknowledged = load.outcomes.filter((o) => o.status === 200);
+    for (const o of acknowledged) expect(stored.get(o.name), o.name).to.equal(3);
+    // A request cut without an answer may have been stored (its answer was lost), never twice.
+    for (const [name, count] of stored) expect(count, name).to.equal(3);
+  });
+
+  it('SIGINT to the whole process group (a terminal Ctrl-C) lets queued events commit before the engine stops', async () => {
+    // A long batch delay: the events are still queued when the signal arrives.
+    svc = await startServiceProcess({ detached: true, env: { RATE_LIMIT_EVENTS: '1000000', INGEST_BATCH_DELAY_MS: '1500' } });
+    const enginePid = svc.engineState().pid;
+    const agent = new Agent({ keepAlive: true });
+    const requests = Array.from({ length: 10 }, (_, i) => postEvents(svc!, agent, `shutdown-int-${i}`, 5));
+    await new Promise((r) => setTimeout(r, 300)); // the requests reach the queue, which waits 1.5 s
+    process.kill(-svc.child.pid!, 'SIGINT');
+    const outcomes = await Promise.all(requests);
+    const exit = await svc.exited;
+    agent.destroy();
+
+    expectGracefulExit(svc, exit, 'SIGINT');
+    expect(outcomes.map((o) => o.status)).to.deep.equal(Array(10).fill(200));
+    await waitUntil(() => !isAlive(enginePid), 'the engine to exit with the service');
+    const stored = await storedCounts(svc.dataDir);
+    for (const o of outcomes) expect(stored.get(o.name), o.name).to.equal(5);
+  });
+});
