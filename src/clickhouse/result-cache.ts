@@ -1,4 +1,5 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import { LRUCache } from 'lru-cache';
 import type { CompiledQuery } from './sql.ts';
 
 /**
@@ -24,43 +25,66 @@ export const DASHBOARD_QUERY_CACHE_SETTINGS = Object.freeze({
 } as const);
 
 const MAX_CACHED_QUERIES = 1000;
-/** Bigger results are not kept (an aggregation is at most ~1M rows in theory; a summary is 1 row). */
+/** Bigger results are not kept (an aggregation is at most 65,537 rows; a summary is 1 row). */
 const MAX_CACHED_ROWS = 20_000;
+/** Memory the cached results of one client may hold, by the estimate below. */
+export const MAX_CACHED_BYTES = 64 * 1024 * 1024;
+/** Charged to a result still running: its size is known once it arrives. */
+const PENDING_SIZE = 1024;
 
-interface CacheEntry {
-  expires: number;
+/** A new Entry object per size: lru-cache updates an entry's size only when its value changes. */
+interface Entry {
   rows: Promise<unknown[]>;
 }
-const polling = new WeakMap<ClickHouseClient, Map<string, CacheEntry>>();
+const polling = new WeakMap<ClickHouseClient, LRUCache<string, Entry>>();
+
+function cacheOf(client: ClickHouseClient): LRUCache<string, Entry> {
+  let cache = polling.get(client);
+  if (!cache) {
+    // Entries expire POLL_WINDOW_MS after their run started, and are dropped then (ttlAutopurge),
+    // not when the cache next fills up.
+    cache = new LRUCache<string, Entry>({ max: MAX_CACHED_QUERIES, ttl: POLL_WINDOW_MS, ttlAutopurge: true, maxSize: MAX_CACHED_BYTES });
+    polling.set(client, cache);
+  }
+  return cache;
+}
+
+/** The cached results of `client`: how many, and their estimated bytes. */
+export function pollingCacheStats(client: ClickHouseClient): { entries: number; bytes: number } {
+  const cache = polling.get(client);
+  return { entries: cache?.size ?? 0, bytes: cache?.calculatedSize ?? 0 };
+}
+
+/**
+ * Bytes a result holds on the heap, estimated from its first row's JSON (twice: UTF-16 strings
+ * and object overhead). Rows of one query have the same columns, so the first row is typical.
+ */
+function estimateBytes(rows: unknown[]): number {
+  if (rows.length === 0) return 64;
+  return 64 + rows.length * 2 * JSON.stringify(rows[0]).length;
+}
 
 /** Runs a compiled dashboard query through the polling cache, with `settings` plus the cache settings. */
 export function runDashboardQuery<T>(client: ClickHouseClient, q: CompiledQuery, settings: ClickHouseSettings): Promise<T[]> {
-  let cache = polling.get(client);
-  if (!cache) polling.set(client, (cache = new Map()));
+  const cache = cacheOf(client);
   const key = `${q.sql}\u0000${JSON.stringify(q.params)}`;
-  const now = Date.now();
   const hit = cache.get(key);
-  if (hit && hit.expires > now) return hit.rows as Promise<T[]>;
+  if (hit) return hit.rows as Promise<T[]>;
 
   const rows = client
     .query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: { ...settings, ...DASHBOARD_QUERY_CACHE_SETTINGS } })
     .then((rs) => rs.json<T>());
-  const entry: CacheEntry = { expires: now + POLL_WINDOW_MS, rows };
-  cache.delete(key);
-  cache.set(key, entry);
-  // Failures and big results are not kept.
-  const map = cache;
+  cache.set(key, { rows }, { size: PENDING_SIZE });
+  // Failures and big results are not kept; a kept result is charged its size, its expiry unchanged.
   rows.then(
-    (r) => { if (r.length > MAX_CACHED_ROWS && map.get(key) === entry) map.delete(key); },
-    () => { if (map.get(key) === entry) map.delete(key); },
+    (r) => {
+      if (cache.peek(key)?.rows !== rows) return;
+      if (r.length > MAX_CACHED_ROWS) cache.delete(key);
+      else cache.set(key, { rows }, { size: estimateBytes(r), noUpdateTTL: true });
+    },
+    () => {
+      if (cache.peek(key)?.rows === rows) cache.delete(key);
+    },
   );
-  if (cache.size > MAX_CACHED_QUERIES) {
-    for (const [k, e] of cache) if (e.expires <= now) cache.delete(k);
-    // Still full: drop the oldest (a Map iterates in insertion order).
-    for (const k of cache.keys()) {
-      if (cache.size <= MAX_CACHED_QUERIES) break;
-      cache.delete(k);
-    }
-  }
   return rows;
 }

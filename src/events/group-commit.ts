@@ -7,6 +7,12 @@ export interface GroupCommitOptions {
   delayMs: number;
   /** Bound on rows waiting or in flight; past it, submit() fails fast with 503. */
   maxQueuedRows: number;
+  /**
+   * Bound on the bytes of the chunks waiting or in flight (the memory they hold): the row bound
+   * alone let 200,000 rows of large events hold ~2 GiB. A chunk larger than the bound still goes
+   * when nothing else is queued, so no request is refused forever. Default: no bound.
+   */
+  maxQueuedBytes?: number;
   /** INSERTs in flight at once. */
   maxConcurrentFlushes: number;
   /**
@@ -22,6 +28,7 @@ export interface GroupCommitOptions {
 interface Waiter<Chunk> {
   chunk: Chunk;
   rows: number;
+  bytes: number;
   arrivedAt: number;
   resolve: (committedAt: number) => void;
   reject: (err: unknown) => void;
@@ -43,6 +50,7 @@ export class GroupCommitter<Chunk> {
   private waiting: Waiter<Chunk>[] = [];
   private waitingRows = 0;
   private inFlightRows = 0;
+  private queuedBytes = 0;
   private inFlight = new Set<Promise<void>>();
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
@@ -58,11 +66,20 @@ export class GroupCommitter<Chunk> {
     if (this.waitingRows + this.inFlightRows + rows > this.opts.maxQueuedRows) {
       return Promise.reject(unavailable('The ingest queue is full; retry shortly', 1));
     }
+    const bytes = byteSize(chunk);
+    if (this.queuedBytes > 0 && this.queuedBytes + bytes > (this.opts.maxQueuedBytes ?? Infinity)) {
+      return Promise.reject(unavailable('The ingest queue is full; retry shortly', 1));
+    }
+    this.queuedBytes += bytes;
     return new Promise<number>((resolve, reject) => {
-      this.waiting.push({ chunk, rows, arrivedAt: Date.now(), resolve, reject });
+      this.waiting.push({ chunk, rows, bytes, arrivedAt: Date.now(), resolve, reject });
       this.waitingRows += rows;
       this.schedule();
     });
+  }
+
+  get bytesQueued(): number {
+    return this.queuedBytes;
   }
 
   get queuedRows(): number {
@@ -117,6 +134,7 @@ export class GroupCommitter<Chunk> {
       await this.commit(batch, rows);
     } finally {
       this.inFlightRows -= rows;
+      for (const w of batch) this.queuedBytes -= w.bytes;
     }
   }
 
@@ -167,4 +185,11 @@ export class GroupCommitter<Chunk> {
       await Promise.allSettled([...this.inFlight]);
     }
   }
+}
+
+/** The memory a chunk holds: a Buffer's or a string's bytes (other chunk types count 0). */
+function byteSize(chunk: unknown): number {
+  if (Buffer.isBuffer(chunk)) return chunk.length;
+  if (typeof chunk === 'string') return Buffer.byteLength(chunk);
+  return 0;
 }

@@ -24,6 +24,7 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<Buffer> {
     maxRows: ingest.batchMaxRows,
     delayMs: ingest.batchDelayMs,
     maxQueuedRows: ingest.maxQueuedRows,
+    maxQueuedBytes: ingest.maxQueuedBytes,
     maxConcurrentFlushes: ingest.maxConcurrentFlushes,
     classify: insertDataError,
   });

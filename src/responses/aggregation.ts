@@ -51,6 +51,14 @@ import { byteOrder, compileRankedRollup, docCountSql as rollupDocCountSql } from
 export { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
 import { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
 
+/**
+ * The grouped query's rows are the buckets of every level plus the total: a result past
+ * MAX_RESPONSE_BUCKETS + 1 rows is refused by the engine (396, a 400 query_too_expensive) before it
+ * reaches Node, where it could have been ~1M rows. Only the final result counts: the subqueries
+ * that rank and cut the terms levels are not limited (checked on the engine, 26.x).
+ */
+const AGGREGATION_SETTINGS = Object.freeze({ ...QUERY_SETTINGS, max_result_rows: String(MAX_RESPONSE_BUCKETS + 1), result_overflow_mode: 'throw' as const });
+
 const tooManyBuckets = () =>
   tooExpensive(`The aggregation would return more than ${MAX_RESPONSE_BUCKETS} buckets: lower date_histogram_buckets, narrow the range, or use fewer group_by levels`);
 
@@ -219,7 +227,7 @@ function normalizeKey(rule: GroupByRule, raw: string | number | null | undefined
 /** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed scope and rules. */
 export async function aggregate(client: ClickHouseClient, scope: Scope, rules: readonly GroupByRule[]): Promise<AggregationResult> {
   const started = performance.now();
-  const run: RunQuery = (q) => runDashboardQuery(client, q, QUERY_SETTINGS);
+  const run: RunQuery = (q) => runDashboardQuery(client, q, AGGREGATION_SETTINGS);
   const { plans, rows } = await runAggregation(run, scope, rules);
   return shapeAggregation(rules, plans, rows, Math.round(performance.now() - started));
 }

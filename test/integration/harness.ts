@@ -38,6 +38,8 @@ export interface TestService {
   db: Database;
   orgId: string;
   config: Config;
+  /** The app's token cache (its stats count the token queries sent to the engine). */
+  tokens: TokenCache;
   token(scopes: Scope[] | string[], orgId?: string): Promise<string>;
   request(method: string, path: string, opts?: RequestOptions): Promise<TestResponse>;
   close(): Promise<void>;
@@ -68,7 +70,8 @@ export async function startTestService(env: Record<string, string> = {}): Promis
   const config = testConfig(env);
   const db = await connectDatabase(config, quiet, { supervise: false });
   await migrate(db);
-  const deps = { config, db, log: createLogger(config.logLevel), tokens: new TokenCache() };
+  const tokens = new TokenCache();
+  const deps = { config, db, log: createLogger(config.logLevel), tokens };
   const app = createApp(deps, features(deps));
   const port = await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
@@ -80,6 +83,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     db,
     orgId,
     config,
+    tokens,
     token: async (scopes, org = orgId) => (await mintToken(db, org, scopes as Scope[])).token,
     request: (method, path, opts) => request(url, method, path, opts),
     close: async () => {

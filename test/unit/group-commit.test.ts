@@ -117,6 +117,31 @@ describe('GroupCommitter', () => {
     expect(gc.queuedRows).to.equal(80);
   });
 
+  it('answers 503 when the queued bytes would pass maxQueuedBytes, and takes requests again once they are committed', async () => {
+    const insert = new ControlledInsert();
+    const gc = new GroupCommitter(insert.fn, { ...OPTIONS, maxQueuedBytes: 100, delayMs: 0 });
+    const a = gc.submit('x'.repeat(60), 1);
+    await tick();
+    expect(insert.calls).to.have.length(1); // in flight: its bytes still count
+    let error: unknown;
+    await gc.submit('y'.repeat(50), 1).catch((err) => (error = err));
+    expect(error).to.include({ kind: 'unavailable', retryAfterSeconds: 1 });
+    const small = gc.submit('z'.repeat(40), 1);
+    expect(gc.bytesQueued).to.equal(100);
+    insert.calls[0].resolve();
+    await a;
+    await tick();
+    insert.calls[1].resolve();
+    await small;
+    await tick();
+    expect(gc.bytesQueued).to.equal(0);
+    // One chunk over the bound still goes when nothing else is queued: no request is refused forever.
+    const big = gc.submit('w'.repeat(500), 1);
+    await tick();
+    insert.calls[2].resolve();
+    expect(await big).to.be.a('number');
+  });
+
   it('drain commits everything queued, then refuses new requests', async () => {
     const insert = new ControlledInsert();
     const gc = new GroupCommitter(insert.fn, { ...OPTIONS, delayMs: 10_000 });
