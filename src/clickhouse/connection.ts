@@ -5,6 +5,7 @@ import { connectEmbeddedCluster, connectExternalCluster } from './cluster.ts';
 import { unavailable } from '../errors.ts';
 import type { ClusterLayout } from './cluster-ddl.ts';
 import { EngineProcess, findRunningEngine, probe, sleep, type EngineEndpoint, type EngineOptions } from './engine.ts';
+import { PINNED_SETTINGS } from './settings.ts';
 
 /**
  * The one place that builds @clickhouse/client clients, always over HTTP. `Database.client()`
@@ -51,11 +52,10 @@ export function buildClient(endpoint: EngineEndpoint, config: Config, database: 
     compression: { request: false, response: false },
     // Failures reach our own error handling and request log; the client's logger would repeat them.
     log: { level: ClickHouseLogLevel.OFF },
+    // Correctness never depends on the server's defaults (settings.ts); a query may override one.
     clickhouse_settings: {
+      ...PINNED_SETTINGS,
       ...clusterSettings(config),
-      // Dates come back as ISO-like text we format ourselves; 64-bit ints as numbers in JSON.
-      output_format_json_quote_64bit_integers: 0,
-      date_time_input_format: 'best_effort',
     },
   });
 }
@@ -277,7 +277,17 @@ export class EmbeddedDatabase implements Database {
  * Connects to ClickHouse: CLICKHOUSE_URL when set, else the embedded engine for DATA_DIR.
  * `supervise` (the server) restarts a dead embedded engine; one-shot commands do not.
  */
-export async function connectDatabase(config: Config, log: Logger, opts: { supervise: boolean }): Promise<Database> {
+export interface ConnectOptions {
+  /** Restart a dead embedded engine (the server); one-shot commands do not. */
+  supervise: boolean;
+  /**
+   * Extra clickhouse-local arguments for an engine this call starts, e.g. `--final=1`: tests run
+   * the service against an engine whose defaults differ, as a user's server may.
+   */
+  engineArgs?: readonly string[];
+}
+
+export async function connectDatabase(config: Config, log: Logger, opts: ConnectOptions): Promise<Database> {
   if (config.clickhouse.url && config.clickhouse.cluster) return connectExternalCluster(config, log);
   if (!config.clickhouse.url && config.embeddedShards > 1) return connectEmbeddedCluster(config, log, opts);
   if (config.clickhouse.url) {
@@ -285,7 +295,7 @@ export async function connectDatabase(config: Config, log: Logger, opts: { super
     await db.waitUntilUp(30_000);
     return db;
   }
-  const db = new EmbeddedDatabase(config, log, opts.supervise);
+  const db = new EmbeddedDatabase(config, log, opts.supervise, { extraArgs: opts.engineArgs });
   await db.open();
   return db;
 }
