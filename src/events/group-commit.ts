@@ -1,3 +1,4 @@
+import { AsyncResource } from 'node:async_hooks';
 import { unavailable } from '../errors.ts';
 
 export interface GroupCommitOptions {
@@ -86,7 +87,17 @@ export class GroupCommitter<Chunk> {
     return this.waitingRows + this.inFlightRows;
   }
 
+  /**
+   * The async context the committer was made in (no request): flushes run in it, so what an
+   * INSERT logs is not attributed to whichever request happened to start the flush.
+   */
+  private readonly home = new AsyncResource('GroupCommitter');
+
   private schedule() {
+    this.home.runInAsyncScope(() => this.scheduleHere());
+  }
+
+  private scheduleHere() {
     if (this.waiting.length === 0 || this.inFlight.size >= this.opts.maxConcurrentFlushes) return;
     const waited = Date.now() - this.waiting[0].arrivedAt;
     if (this.waitingRows >= this.opts.maxRows || waited >= this.opts.delayMs) {

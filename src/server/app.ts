@@ -7,6 +7,7 @@ import { jsonBody } from './body.ts';
 import type { AppDeps, AppState } from './context.ts';
 import { errorMiddleware } from './errors.ts';
 import { createHttpServer } from './http-server.ts';
+import { requestLog } from './request-log.ts';
 import { opsFeature } from './ops.ts';
 import { rateLimit } from './rate-limit.ts';
 import { isRouteAnswer, type Feature, type RateClass, type Route } from './route.ts';
@@ -36,7 +37,7 @@ export function createApp(deps: AppDeps, features: readonly Feature[]): App {
   all.push(opsFeature(deps, () => routes));
   const routes: Route[] = all.flatMap((f) => f.routes);
 
-  koa.use(requestLog(deps));
+  koa.use(requestLog(deps.log));
   koa.use(errorMiddleware((e) => deps.log.error(e)));
 
   const limiters = rateLimiters(deps);
@@ -135,26 +136,5 @@ function methodNotAllowed(router: Router<AppState>): Koa.Middleware<AppState> {
       return;
     }
     throw new DomainError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}`, { headers: { Allow: allow } });
-  };
-}
-
-/** One JSON line per request: method, route, status, duration, org. Never the token. */
-function requestLog(deps: AppDeps): Koa.Middleware<AppState> {
-  return async (ctx, next) => {
-    const start = process.hrtime.bigint();
-    try {
-      await next();
-    } finally {
-      const ms = Number(process.hrtime.bigint() - start) / 1e6;
-      deps.log.info({
-        msg: 'request',
-        method: ctx.method,
-        route: (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? null,
-        path: ctx.path,
-        status: ctx.status,
-        duration_ms: Math.round(ms * 100) / 100,
-        org: ctx.state.auth?.orgId ?? null,
-      });
-    }
   };
 }

@@ -59,7 +59,7 @@ export function errorMiddleware(log: (entry: Record<string, unknown>) => void): 
       const domain = toDomainError(caught);
       const answer = domain ? toHttpAnswer(domain) : INTERNAL;
       if (!domain) {
-        log({ level: 'error', msg: 'unhandled error', method: ctx.method, path: ctx.path, error: String((caught as Error)?.stack ?? caught) });
+        log({ msg: 'unhandled error', method: ctx.method, path: ctx.path, error: String((caught as Error)?.stack ?? caught) });
       }
       ctx.status = answer.status;
       for (const [k, value] of Object.entries(answer.headers)) ctx.set(k, value);
