@@ -77,6 +77,7 @@ function clusterSettings(config: Config): Record<string, string | number> {
 }
 
 const HEALTH_INTERVAL_MS = 1000;
+const UNANSWERED_PROBES_BEFORE_RESTART = 3;
 
 export class ClientPair {
   readonly main: ClickHouseClient;
@@ -146,6 +147,8 @@ export class EmbeddedDatabase implements Database {
   private recovering: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private localErrorStreak = 0;
+  private unanswered = 0;
+  private probing = false;
 
   constructor(
     private readonly config: Config,
@@ -204,10 +207,25 @@ export class EmbeddedDatabase implements Database {
     void this.recover();
   }
 
+  /**
+   * One probe a second. An engine that exited is restarted at once (onOwnedExit); one that is
+   * alive but silent only after UNANSWERED_PROBES_BEFORE_RESTART probes in a row: on a loaded
+   * machine a single ping can take over 2 s, and restarting a busy but healthy engine turned
+   * slowness into an outage (every request refused while it restarts).
+   */
   private async healthCheck() {
-    if (this.closing || this.recovering || !this.pair) return;
-    const result = await probe(this.pair.endpoint, 2000);
-    if (result === 'up') this.localErrorStreak = 0;
+    if (this.closing || this.recovering || !this.pair || this.probing) return;
+    this.probing = true;
+    let result: Awaited<ReturnType<typeof probe>>;
+    try {
+      result = await probe(this.pair.endpoint, 2000);
+    } finally {
+      this.probing = false;
+    }
+    if (result === 'up') {
+      this.localErrorStreak = 0;
+      this.unanswered = 0;
+    }
     if (result === 'up' || this.closing || this.recovering) return;
     if (result === 'local-error') {
       // Out of descriptors here (EMFILE) says nothing of the engine; killing it would turn a
@@ -216,6 +234,9 @@ export class EmbeddedDatabase implements Database {
       if (this.localErrorStreak === 1) this.log.warn({ msg: 'engine health check could not open a socket (out of descriptors?); engine left running' });
       return;
     }
+    this.unanswered++;
+    if (this.unanswered < UNANSWERED_PROBES_BEFORE_RESTART) return;
+    this.unanswered = 0;
     this.log.warn({ msg: 'embedded engine not answering; recovering', url: this.pair.endpoint.url });
     if (this.owned?.alive) await this.owned.stop(2000);
     void this.recover();
