@@ -7,7 +7,7 @@
  *   maximum: prompt and response 10,000 characters, agent_id, conversation_id, copilot_session_id,
  *   rating, rating_scale 100, user_alias 255, context.locale and .timezone 64, the longest
  *   timestamp the pattern takes (35), the longest copilot event_name, and a `message_id` of 255
- *   (the deduplication key; counted whether or not the schema reads it).
+ *   (the deduplication key, MAX_CHARS.message_id).
  * - Written compactly (no whitespace, each member once) but with every character of every string
  *   and key at its longest escape: `\uXXXX` (6 bytes) for a BMP character, a surrogate pair of
  *   them (12 bytes) for an astral one (what ensure_ascii encoders such as Python's json write for
@@ -37,7 +37,7 @@ const longest = (max: number) => ASTRAL.repeat(max);
 export function worstCaseItems(): Record<string, unknown>[] {
   const common = {
     user_alias: longest(MAX_CHARS.user_alias),
-    message_id: longest(255),
+    message_id: longest(MAX_CHARS.message_id),
     timestamp: LONGEST_TIMESTAMP,
     context: { locale: longest(MAX_CHARS.locale), timezone: longest(MAX_CHARS.timezone) },
   };

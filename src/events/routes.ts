@@ -5,22 +5,23 @@ import type { AppDeps } from '../server/context.ts';
 import { defineRoute, type Feature } from '../server/route.ts';
 import { GroupCommitter } from './group-commit.ts';
 import { MAX_EVENT_BATCH_BYTES } from './limits.ts';
-import { encodeEventRows, toEventRows } from './rows.ts';
+import { encodeEventChunk, EventChunk, insertOnce } from './message-ids.ts';
 import { eventBatchSchema, parseEventBatch, type ParsedEvent } from './schema.ts';
 
-export function createEventCommitter(deps: AppDeps): GroupCommitter<Buffer> {
+export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> {
   const { ingest } = deps.config;
-  const insert = async (chunks: Buffer[], rows: number) => {
+  const insert = async (chunks: EventChunk[], rows: number) => {
     try {
-      await insertEvents(deps.db.client(), chunks);
+      const client = deps.db.client();
+      await insertOnce(client, chunks, (bodies) => insertEvents(client, bodies));
     } catch (err) {
       // The requests get a 503 (retry), or a 400 when their own rows are at fault: the engine's
       // message is only here, for the operator.
-      deps.log.error({ msg: 'events INSERT failed', rows, requests: chunks.length, error: String((err as Error)?.message ?? err).slice(0, 2000) });
+      deps.log.error({ msg: 'storing events failed', rows, requests: chunks.length, error: String((err as Error)?.message ?? err).slice(0, 2000) });
       throw err;
     }
   };
-  return new GroupCommitter<Buffer>(insert, {
+  return new GroupCommitter<EventChunk>(insert, {
     maxRows: ingest.batchMaxRows,
     delayMs: ingest.batchDelayMs,
     maxQueuedRows: ingest.maxQueuedRows,
@@ -75,13 +76,13 @@ export function eventsFeature(deps: AppDeps): Feature {
           limitBytes: Math.max(deps.config.bodyLimitBytes, MAX_EVENT_BATCH_BYTES),
           example: [{ type: 'track', event_name: 'signup', user_alias: 'user-42', properties: { plan: 'pro' } }],
         },
-        success: { status: 200, description: 'Committed', schema: INGEST_RESULT, example: { count: 1, lag: 12 } },
+        success: { status: 200, description: 'Committed', schema: INGEST_RESULT, example: { count: 100, duplicates: 3, lag: 12 } },
         errors: [400, 401, 403, 413, 415, 429, 503],
         handler: async ({ auth, body }) => {
           const receivedAt = new Date();
-          const { chunk, count } = encodeRequest(auth.orgId, body, receivedAt);
-          const committedAt = await committer.submit(chunk, count);
-          return { count, lag: committedAt - receivedAt.getTime() };
+          const chunk = encodeEventChunk(auth.orgId, body, receivedAt);
+          const committedAt = await committer.submit(chunk, chunk.rows);
+          return { count: chunk.rows, duplicates: chunk.duplicates, lag: committedAt - receivedAt.getTime() };
         },
       }),
     ],
@@ -90,16 +91,10 @@ export function eventsFeature(deps: AppDeps): Feature {
 
 const INGEST_RESULT = {
   type: 'object',
-  required: ['count', 'lag'],
-  properties: { count: { type: 'integer' }, lag: { type: ['number', 'null'] } },
+  required: ['count', 'duplicates', 'lag'],
+  properties: {
+    count: { type: 'integer', description: 'Items accepted: stored now, or already stored (duplicates)' },
+    duplicates: { type: 'integer', description: 'Items not stored again because their message_id was stored in the last 7 days (or earlier in this request)' },
+    lag: { type: ['number', 'null'] },
+  },
 };
-
-/**
- * Encodes a request's events into their INSERT chunk. Nothing of the request but the chunk
- * outlives this call: a request waits up to an INSERT's duration for its commit, and a parsed body
- * still referenced then would be copied out of the young generation by every garbage collection
- * meanwhile. The chunk is a Buffer, outside the JS heap, for the same reason.
- */
-function encodeRequest(orgId: string, events: ParsedEvent[], receivedAt: Date): { chunk: Buffer; count: number } {
-  return { chunk: Buffer.from(encodeEventRows(toEventRows(orgId, events, receivedAt)), 'utf8'), count: events.length };
-}

@@ -59,6 +59,8 @@ export interface EventRow {
   response: string;
   rating: string;
   rating_scale: string;
+  /** The sender's message id, '' when absent (never deduplicated then). */
+  message_id: string;
 }
 
 /** RFC 9562 (ex-4122) name-based UUID, version 5 (SHA-1), from the `uuid` package. */
@@ -149,6 +151,7 @@ export function toEventRows(orgId: string, events: readonly ParsedEvent[], recei
       response: '',
       rating: '',
       rating_scale: '',
+      message_id: event.message_id ?? '',
     };
     switch (event.type) {
       case 'identify':
@@ -219,6 +222,7 @@ const TEXT_FIELDS = [
   'response',
   'rating',
   'rating_scale',
+  'message_id',
 ] as const satisfies readonly (keyof EventRow)[];
 
 function encodeEventRow(row: EventRow): string {

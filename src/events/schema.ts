@@ -14,6 +14,7 @@
  * From the spec: agent_id, conversation_id, copilot_session_id 100; prompt, response 10000. Our
  * own (so that one field cannot bloat a row or a LowCardinality dictionary):
  *   user_alias, event_name (track), group_type, group_name, screen_name        1..255
+ *   message_id (any type; the dedup key, see src/events/message-ids.ts)        1..255
  *   url                                                                        1..8192
  *   rating, rating_scale                                                       1..100 (copilot)
  *   context.locale 64, context.timezone 64
@@ -46,6 +47,7 @@ export type CopilotEventName = (typeof COPILOT_EVENT_NAMES)[number];
 /** Most characters of each text field (code points). limits.ts derives the body limit from them. */
 export const MAX_CHARS = {
   user_alias: 255,
+  message_id: 255,
   event_name: 255,
   group_type: 255,
   group_name: 255,
@@ -103,6 +105,8 @@ const contextSchema = v.object(
 /** Fields every event type accepts. */
 const commonEntries = {
   user_alias: optional(MAX_CHARS.user_alias),
+  /** The sender's id of this item: stored once per organization within 7 days (message-ids.ts). */
+  message_id: optional(MAX_CHARS.message_id),
   properties: v.nullish(propertiesSchema),
   timestamp: v.nullish(timestampSchema),
   context: v.nullish(contextSchema),

@@ -219,6 +219,7 @@ describe('event rows', () => {
       response: '',
       rating: '',
       rating_scale: '',
+      message_id: '',
     };
     const cases: Array<[string, Record<string, unknown>, Partial<EventRow>]> = [
       ['identify', { type: 'identify', properties: { plan: 'pro', n: 2 } }, { properties: '{"plan":"pro","n":2}' }],
