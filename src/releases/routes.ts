@@ -1,10 +1,13 @@
 import type * as v from 'valibot';
+import { IDEMPOTENCY_DESCRIPTION, idempotent } from '../idempotency/route.ts';
+import { IdempotencyStore } from '../idempotency/store.ts';
 import type { AppDeps } from '../server/context.ts';
 import { defineRoute, type Feature } from '../server/route.ts';
 import { releaseBodySchema, releaseListQuerySchema, releaseSchema } from './schema.ts';
 import { createRelease, listReleases } from './store.ts';
 
 export function releasesFeature(deps: AppDeps): Feature {
+  const keys = new IdempotencyStore(() => deps.db.client());
   return {
     routes: [
       defineRoute<v.InferOutput<typeof releaseBodySchema>>({
@@ -13,12 +16,13 @@ export function releasesFeature(deps: AppDeps): Feature {
         path: '/1.0/release',
         tag: 'releases',
         summary: 'Create a release',
+        description: IDEMPOTENCY_DESCRIPTION,
         scope: 'releases',
         rateLimit: 'release',
         body: { schema: releaseBodySchema, limitBytes: deps.config.bodyLimitBytes, whenEmpty: {}, example: { name: 'Spring release', version: '2.4.0', tags: ['web'], released_at: '2024-05-01T10:00:00Z' } },
         success: { status: 201, description: 'The stored release', schema: releaseSchema },
-        errors: [400, 401, 403, 413, 415, 429, 503],
-        handler: ({ auth, body }) => createRelease(deps.db.client(), auth.orgId, body),
+        errors: [400, 401, 403, 409, 413, 415, 429, 503],
+        handler: idempotent(keys, 'createRelease', 201, ({ auth, body }) => createRelease(deps.db.client(), auth.orgId, body)),
       }),
       defineRoute<undefined, v.InferOutput<typeof releaseListQuerySchema>>({
         operationId: 'listReleases',

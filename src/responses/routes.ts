@@ -1,5 +1,7 @@
 import * as v from 'valibot';
 import type { AppDeps } from '../server/context.ts';
+import { IDEMPOTENCY_DESCRIPTION, idempotent } from '../idempotency/route.ts';
+import { IdempotencyStore } from '../idempotency/store.ts';
 import { defineRoute, type Feature, type ParamSpec } from '../server/route.ts';
 import { aggregate, aggregationBodySchema } from './aggregation.ts';
 import { scopeOf } from './compile.ts';
@@ -20,6 +22,7 @@ export function responsesFeature(deps: AppDeps): Feature {
   // 1000 records with answers exceed 1 MiB, and so can a read's filters (100 of 1000 values each).
   const limitBytes = deps.config.bodyLimitBytes * 16;
   const client = () => deps.db.client();
+  const keys = new IdempotencyStore(client);
   return {
     routes: [
       defineRoute<v.InferOutput<typeof responseBatchSchema>>({
@@ -28,12 +31,13 @@ export function responsesFeature(deps: AppDeps): Feature {
         path: '/1.0/survey/response',
         tag: 'survey responses',
         summary: 'Upsert 1..1000 survey responses by id; the latest updated_at wins',
+        description: IDEMPOTENCY_DESCRIPTION,
         scope: 'responses:write',
         rateLimit: 'survey write',
         body: { schema: responseBatchSchema, parse: (raw, auth) => parseResponseBatch(raw, auth.orgId), limitBytes },
         success: { status: 200, description: 'Stored', schema: COUNT_SCHEMA, example: { count: 1 } },
-        errors: [400, 401, 403, 413, 415, 429, 503],
-        handler: async ({ auth, body }) => ({ count: await insertResponses(client(), auth.orgId, body) }),
+        errors: [400, 401, 403, 409, 413, 415, 429, 503],
+        handler: idempotent(keys, 'writeSurveyResponses', 200, async ({ auth, body }) => ({ count: await insertResponses(client(), auth.orgId, body) })),
       }),
       defineRoute<v.InferOutput<typeof searchBodySchema>>({
         operationId: 'searchSurveyResponses',
