@@ -140,6 +140,35 @@ export interface BatchPool {
   typeMix: Record<string, number>;
 }
 
+/**
+ * Every item carries a `message_id` (the service deduplicates on it): `<16 hex>-<index>`, whose
+ * 16 hex characters the load generator overwrites per request (MessageIds.stamp), so the bodies
+ * stay serialized once and every request's ids are new, unless it is sent again on purpose.
+ */
+export const MESSAGE_ID_PLACEHOLDER = '@'.repeat(16);
+
+/** Stamps request numbers into the pool's bodies: a copy per request, ids unique within the run. */
+export class MessageIds {
+  private readonly offsets: number[][];
+  private readonly runPrefix = Math.floor(Math.random() * 0xffffff).toString(16).padStart(6, '0');
+  constructor(private readonly bodies: readonly Buffer[]) {
+    const marker = Buffer.from(MESSAGE_ID_PLACEHOLDER);
+    this.offsets = bodies.map((b) => {
+      const at: number[] = [];
+      for (let i = b.indexOf(marker); i !== -1; i = b.indexOf(marker, i + marker.length)) at.push(i);
+      return at;
+    });
+  }
+  /** Body `index % pool` with the ids of request `seq`: 6 hex of the run, 10 of the request. */
+  stamp(index: number, seq: number): Buffer {
+    const i = index % this.bodies.length;
+    const out = Buffer.from(this.bodies[i]);
+    const id = this.runPrefix + seq.toString(16).padStart(10, '0');
+    for (const at of this.offsets[i]) out.write(id, at, 'latin1');
+    return out;
+  }
+}
+
 export function generatePool(count: number, opts: GeneratorOptions = {}): BatchPool {
   const r = rng(opts.seed ?? 42);
   const full = {
@@ -148,11 +177,13 @@ export function generatePool(count: number, opts: GeneratorOptions = {}): BatchP
     spreadMs: opts.spreadMs ?? 3_600_000,
     now: opts.now ?? Date.now(),
   };
-  const batches = Array.from({ length: count }, () => generateEvents(r, full));
+  const batches = Array.from({ length: count }, () =>
+    generateEvents(r, full).map((e, i) => ({ ...(e as object), message_id: `${MESSAGE_ID_PLACEHOLDER}-${i}` })),
+  );
   const bodies = batches.map((b) => Buffer.from(JSON.stringify(b)));
   const typeMix: Record<string, number> = {};
   for (const b of batches) {
-    for (const e of b as Array<{ type: string; event_name?: string }>) {
+    for (const e of b as unknown as Array<{ type: string; event_name?: string }>) {
       const k = e.type === 'copilot' ? `copilot:${e.event_name!.replace('service_copilot_', '')}` : e.type;
       typeMix[k] = (typeMix[k] ?? 0) + 1;
     }

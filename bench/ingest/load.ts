@@ -1,6 +1,7 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { PerSecond, summarize, type LatencySummary } from '../lib/stats.ts';
+import type { MessageIds } from './events.ts';
 
 /**
  * The HTTP load generator: node:http over keep-alive sockets, pre-serialized bodies, one
@@ -18,7 +19,12 @@ export interface LoadTarget {
   /** Requests go round-robin over these tokens (one organization each). */
   tokens: string[];
   bodies: Buffer[];
+  /** When given, every request gets fresh message_ids stamped into its body (a copy). */
+  ids?: MessageIds;
 }
+
+/** Request `seq`'s body: pool body seq % pool, with ids of its own when the target stamps them. */
+const bodyOf = (target: LoadTarget, seq: number) => (target.ids ? target.ids.stamp(seq, seq) : target.bodies[seq % target.bodies.length]);
 
 export interface LoadResult {
   mode: 'closed' | 'open';
@@ -37,8 +43,13 @@ export interface LoadResult {
   /** Non-200 answers and network errors in the window, by status ('error' for network). */
   failures: Record<string, number>;
   failure_sample: string | undefined;
-  /** Every request of the phase, warm-up included: what must be in the table. */
+  /** Every request of the phase, warm-up included: acknowledged events (resends included). */
   acked_events_total: number;
+  /** The same, counting each request once however often it was sent: what must be in the table. */
+  distinct_acked_events_total: number;
+  /** Requests sent again after their 200 (same body, same message_ids), and the `duplicates` all 200s reported. */
+  resent_requests_total: number;
+  duplicates_reported_total: number;
   /** Requests with no answer (network error or timeout): their fate is unknown. */
   unknown_requests_total: number;
   per_second_events: number[];
@@ -53,6 +64,7 @@ export interface LoadResult {
 interface Sample {
   status: number;
   count: number;
+  duplicates?: number;
   error?: string;
 }
 
@@ -77,7 +89,8 @@ function post(agent: http.Agent, url: URL, token: string, body: Buffer): Promise
           const text = Buffer.concat(chunks).toString('utf8');
           if (res.statusCode === 200) {
             try {
-              return resolve({ status: 200, count: (JSON.parse(text) as { count: number }).count });
+              const ack = JSON.parse(text) as { count: number; duplicates?: number };
+              return resolve({ status: 200, count: ack.count, duplicates: ack.duplicates ?? 0 });
             } catch {
               return resolve({ status: -1, count: 0, error: `unparsable 200 body: ${text.slice(0, 200)}` });
             }
@@ -100,6 +113,10 @@ class Recorder {
   okRequests = 0;
   okEvents = 0;
   ackedTotal = 0;
+  distinctAckedTotal = 0;
+  resentTotal = 0;
+  duplicatesTotal = 0;
+  private readonly ackedSeqs = new Set<number>();
   unknownTotal = 0;
   readonly perSecond: PerSecond;
   constructor(private readonly measureFrom: number, private readonly measureTo: number) {
@@ -111,8 +128,15 @@ class Recorder {
    * throughput counts answers *completed* in the window, so a service that falls behind an open
    * loop shows a rate below the offered one.
    */
-  add(s: Sample, latencyMs: number, classAt: number, doneAt: number) {
-    if (s.status === 200) this.ackedTotal += s.count;
+  add(s: Sample, latencyMs: number, classAt: number, doneAt: number, seq: number) {
+    if (s.status === 200) {
+      this.ackedTotal += s.count;
+      this.duplicatesTotal += s.duplicates ?? 0;
+      if (!this.ackedSeqs.has(seq)) {
+        this.ackedSeqs.add(seq);
+        this.distinctAckedTotal += s.count;
+      }
+    }
     if (s.status === -1) this.unknownTotal++;
     if (s.status === 200 && doneAt >= this.measureFrom && doneAt <= this.measureTo) {
       this.okRequests++;
@@ -148,6 +172,9 @@ class Recorder {
       failures: this.failures,
       failure_sample: this.failureSample,
       acked_events_total: this.ackedTotal,
+      distinct_acked_events_total: this.distinctAckedTotal,
+      resent_requests_total: this.resentTotal,
+      duplicates_reported_total: this.duplicatesTotal,
       unknown_requests_total: this.unknownTotal,
       per_second_events: this.perSecond.values(seconds),
     };
@@ -158,6 +185,11 @@ export interface ClosedLoopOptions {
   concurrency: number;
   seconds: number;
   warmupSeconds: number;
+  /**
+   * Share (0..1) of acknowledged requests each client sends again right away, same body and
+   * message_ids, as a client does that lost an answer: the service must store nothing twice.
+   */
+  resendShare?: number;
 }
 
 export async function closedLoop(target: LoadTarget, opts: ClosedLoopOptions): Promise<LoadResult> {
@@ -168,16 +200,24 @@ export async function closedLoop(target: LoadTarget, opts: ClosedLoopOptions): P
   const end = measureFrom + opts.seconds * 1000;
   const rec = new Recorder(measureFrom, end);
   let next = 0;
+  // Every k-th acknowledged request is resent (deterministic, so runs compare).
+  const resendEvery = opts.resendShare ? Math.max(1, Math.round(1 / opts.resendShare)) : 0;
+  let acked = 0;
   const worker = async (w: number) => {
     const token = target.tokens[w % target.tokens.length];
     while (performance.now() < end) {
-      const body = target.bodies[next++ % target.bodies.length];
-      const t0 = performance.now();
-      const s = await post(agent, url, token, body);
-      const t1 = performance.now();
-      rec.add(s, t1 - t0, t1, t1);
-      // A failing service answers fast: don't spin on it.
-      if (s.status !== 200) await new Promise((r) => setTimeout(r, 10));
+      const seq = next++;
+      const body = bodyOf(target, seq);
+      for (let send = 0; send < 2; send++) {
+        const t0 = performance.now();
+        const s = await post(agent, url, token, body);
+        const t1 = performance.now();
+        rec.add(s, t1 - t0, t1, t1, seq);
+        // A failing service answers fast: don't spin on it.
+        if (s.status !== 200) await new Promise((r) => setTimeout(r, 10));
+        if (s.status !== 200 || send === 1 || !resendEvery || ++acked % resendEvery !== 0 || performance.now() >= end) break;
+        rec.resentTotal++;
+      }
     }
   };
   await Promise.all(Array.from({ length: opts.concurrency }, (_, w) => worker(w)));
@@ -227,11 +267,12 @@ export async function openLoop(target: LoadTarget, opts: OpenLoopOptions): Promi
         due = start + i * interval;
         continue;
       }
-      const body = target.bodies[i % target.bodies.length];
+      const seq = i;
+      const body = bodyOf(target, seq);
       const p = post(agent, url, target.tokens[i % target.tokens.length], body).then((s) => {
         const t1 = performance.now();
         // Latency from the due time; classed by due time so a late answer still counts.
-        rec.add(s, t1 - intended, intended, t1);
+        rec.add(s, t1 - intended, intended, t1, seq);
         pending.delete(p);
       });
       pending.add(p);

@@ -23,12 +23,15 @@ import { attachService, startService, type BenchTarget } from '../lib/service.ts
 import { round } from '../lib/stats.ts';
 import { printTable, type Cell } from '../lib/table.ts';
 import { directInsert, prepareInserts, type DirectResult } from './direct.ts';
-import { generatePool } from './events.ts';
+import { writeIngestChart } from './chart.ts';
+import { generatePool, MessageIds } from './events.ts';
 import { closedLoop, openLoop, type LoadResult } from './load.ts';
 
 // The 100-row direct phase goes last: its thousands of small parts leave a merge backlog.
-export const PHASES = ['closed', 'open', 'direct-large', 'direct'] as const;
+// `retry`: the closed loop again, each client resending a share of its acknowledged requests.
+export const PHASES = ['closed', 'retry', 'open', 'direct-large', 'direct'] as const;
 export type Phase = (typeof PHASES)[number];
+const isServicePhase = (p: Phase) => p === 'closed' || p === 'retry' || p === 'open';
 
 export interface IngestOptions {
   /** Measured seconds per phase (after warm-up). */
@@ -40,6 +43,8 @@ export interface IngestOptions {
   tokens: number;
   /** Closed-loop clients, and INSERTs in flight for the same-batch-size limit. */
   concurrency: number;
+  /** Retry phase: share of acknowledged requests resent with the same message_ids. */
+  resendShare: number;
   /** Open-loop arrival rates, requests/s (x batchSize events): one open-loop phase per rate. */
   rates: number[];
   openSockets: number;
@@ -73,6 +78,7 @@ export const DEFAULTS: IngestOptions = {
   serviceWarmupSeconds: 5,
   tokens: 16,
   concurrency: 64,
+  resendShare: 0.2,
   rates: [500],
   openSockets: 256,
   openBacklogSeconds: 2,
@@ -97,7 +103,7 @@ interface PhaseCommon {
   cpu_s: CpuSnapshot;
   /** CPU microseconds per stored event, by process: what bounds events/s on a given number of cores. */
   cpu_us_per_event: { service?: number; engine?: number; bench: number };
-  /** Rows of the organization in `events` after the phase, and what was acknowledged. */
+  /** Rows of the organization in `events` after the phase, and what was acknowledged (each distinct request once). */
   stored_rows: number;
   expected_rows: number;
   rows_match: boolean;
@@ -134,7 +140,7 @@ async function countRows(target: BenchTarget, orgIds: string[]): Promise<number>
   return Number(((await rs.json()) as Array<{ n: string | number }>)[0].n);
 }
 
-const hasServicePhase = (phases: Phase[]) => phases.includes('closed') || phases.includes('open');
+const hasServicePhase = (phases: Phase[]) => phases.some(isServicePhase);
 
 /** INSERTs in flight the service may use (INGEST_MAX_CONCURRENT_FLUSHES), read as the service reads it. */
 function serviceFlushes(env: Record<string, string>): number {
@@ -165,6 +171,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
   if (load1 > 0.5) log(`note: load average ${load1.toFixed(2)} before the start: other processes share the CPUs (see "other CPU s")`);
   log(`generating ${opts.pool} batches of ${opts.batchSize} events`);
   const pool = generatePool(opts.pool, { batchSize: opts.batchSize });
+  const ids = new MessageIds(pool.bodies);
 
   const profileDir = opts.cpuProf ? join(RESULTS_DIR, `profile-${startedAt.toISOString().replace(/[:.]/g, '-')}`) : undefined;
   const target = opts.url
@@ -184,7 +191,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
       log(`warming the service up: ${opts.serviceWarmupSeconds} s of closed-loop load, not measured`);
       const tokens = [await target.mintEventsToken(randomUUID())];
       await closedLoop(
-        { url: target.url, tokens, bodies: pool.bodies },
+        { url: target.url, tokens, bodies: pool.bodies, ids },
         { concurrency: Math.min(opts.concurrency, 16), seconds: opts.serviceWarmupSeconds, warmupSeconds: 0 },
       );
     }
@@ -194,25 +201,27 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
       phase === 'open' ? opts.rates.map((rate) => ({ phase, rate })) : [{ phase, rate: 0 }],
     );
     for (const { phase, rate } of plan) {
-      const orgIds = Array.from({ length: phase === 'closed' || phase === 'open' ? opts.tokens : 1 }, () => randomUUID());
+      const orgIds = Array.from({ length: isServicePhase(phase) ? opts.tokens : 1 }, () => randomUUID());
       await settle(target); // phases start alike: the previous phase's merges are done
       const large = phase === 'direct-large';
       // Built before the CPU snapshot: what the direct phases measure is the INSERTs.
       const prepared = phase.startsWith('direct') ? prepareInserts(pool.batches, orgIds[0], large ? opts.largeBatch : opts.batchSize) : [];
       const before = cpuSnapshot(pids());
       const t0 = Date.now();
-      if (phase === 'closed' || phase === 'open') {
+      if (isServicePhase(phase)) {
         const tokens = await Promise.all(orgIds.map((org) => target.mintEventsToken(org)));
         const fromUs = monotonicMicros();
-        const load = { url: target.url, tokens, bodies: pool.bodies };
+        const load = { url: target.url, tokens, bodies: pool.bodies, ids };
+        const resendShare = phase === 'retry' ? opts.resendShare : 0;
         log(
-          phase === 'closed'
-            ? `closed loop: ${opts.concurrency} clients over ${opts.tokens} tokens, ${opts.warmupSeconds}+${opts.seconds} s`
+          phase !== 'open'
+            ? `closed loop: ${opts.concurrency} clients over ${opts.tokens} tokens, ${opts.warmupSeconds}+${opts.seconds} s` +
+                (resendShare ? `, each resending ${Math.round(resendShare * 100)} % of its acknowledged requests` : '')
             : `open loop: ${rate} requests/s (${rate * opts.batchSize} events/s) over ${opts.tokens} tokens, ${opts.warmupSeconds}+${opts.seconds} s`,
         );
         const res =
-          phase === 'closed'
-            ? await closedLoop(load, { concurrency: opts.concurrency, seconds: opts.seconds, warmupSeconds: opts.warmupSeconds })
+          phase !== 'open'
+            ? await closedLoop(load, { concurrency: opts.concurrency, seconds: opts.seconds, warmupSeconds: opts.warmupSeconds, resendShare })
             : await openLoop(load, { rate, seconds: opts.seconds, warmupSeconds: opts.warmupSeconds, maxSockets: opts.openSockets, maxBacklogSeconds: opts.openBacklogSeconds });
         const cpu = cpuDelta(before, cpuSnapshot(pids()));
         serviceWindows.push([fromUs, monotonicMicros()]);
@@ -223,16 +232,17 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
           phase,
           org_ids: orgIds,
           cpu_s: cpu,
-          cpu_us_per_event: perEvent(cpu, res.acked_events_total),
+          cpu_us_per_event: perEvent(cpu, res.distinct_acked_events_total),
           stored_rows: stored,
-          expected_rows: res.acked_events_total,
+          // Each distinct request once: a resent one (same message_ids) must not be stored again.
+          expected_rows: res.distinct_acked_events_total,
           // Exact: a request with no answer (network error) may or may not have been stored, so
           // it is reported beside the check (unanswered_requests) rather than guessed at.
-          rows_match: stored === res.acked_events_total,
+          rows_match: stored === res.distinct_acked_events_total,
           unanswered_requests: res.unknown_requests_total,
           engine_inserts: inserts,
           load: res,
-          rows_per_insert: inserts?.inserts ? res.acked_events_total / inserts.inserts : undefined,
+          rows_per_insert: inserts?.inserts ? res.distinct_acked_events_total / inserts.inserts : undefined,
         });
       } else {
         const rowsPerInsert = large ? opts.largeBatch : opts.batchSize;
@@ -299,7 +309,8 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
   report(result);
   if (opts.write) {
     result.result_file = writeResult('ingest', result);
-    process.stdout.write(`\nresult: ${result.result_file}\n`);
+    const chart = writeIngestChart(result, result.result_file.replace(/\.json$/, '.svg'));
+    process.stdout.write(`\nresult: ${result.result_file}\nchart:  ${chart}\n`);
   }
   return result;
 }
@@ -347,7 +358,12 @@ function evaluateTargets(phases: PhaseResult[], ratios: IngestResult['ratios'], 
   }
   for (const p of phases) {
     const label = 'load' in p && p.load.mode === 'open' ? `open ${p.load.target_rate} req/s` : p.phase;
-    out.push({ target: `${label}: stored rows = acknowledged rows`, value: p.stored_rows, ok: p.rows_match });
+    out.push({ target: `${label}: stored rows = distinct acknowledged rows (no loss, no duplicate)`, value: p.stored_rows, ok: p.rows_match });
+  }
+  const retry = phases.find((p): p is ServicePhaseResult => p.phase === 'retry');
+  if (retry) {
+    const resentEvents = retry.load.resent_requests_total * opts.batchSize;
+    out.push({ target: `retry: ${retry.load.resent_requests_total} requests resent; duplicates answered = resent events (${resentEvents})`, value: retry.load.duplicates_reported_total, ok: retry.load.duplicates_reported_total === resentEvents });
   }
   return out;
 }
@@ -368,7 +384,7 @@ function report(r: IngestResult): void {
     if ('load' in p) {
       const l = p.load;
       const errors = Object.entries(l.failures).map(([k, v]) => `${k}x${v}`).join(' ') || '0';
-      const label = l.mode === 'closed' ? `service closed loop` : `service open loop ${l.target_rate} req/s`;
+      const label = l.mode === 'open' ? `service open loop ${l.target_rate} req/s` : p.phase === 'retry' ? `service closed loop, ${l.resent_requests_total} resent` : `service closed loop`;
       return [label, l.events_per_s, l.requests_per_s, p.rows_per_insert, l.latency_ms.p50, l.latency_ms.p95, l.latency_ms.p99, l.latency_ms.max, errors, ...common];
     }
     const d = p.direct;
@@ -413,6 +429,7 @@ const USAGE = `usage: node --import tsx bench/ingest/run.ts [flags]
   --service-warmup N      unmeasured load right after the service starts (default ${DEFAULTS.serviceWarmupSeconds})
   --tokens N              organizations / events tokens the requests are spread over (default ${DEFAULTS.tokens})
   --concurrency N         closed-loop clients and direct INSERTs in flight (default ${DEFAULTS.concurrency})
+  --resend-share X        retry phase: share of acknowledged requests resent with the same message_ids (default ${DEFAULTS.resendShare})
   --sweep                 open loop at 100,200,300,400,500 requests/s (10k..50k events/s): the sustainable rate
   --rate N[,N...]         open-loop arrival rate(s) in requests/s, one phase per rate (default ${DEFAULTS.rates[0]} = ${DEFAULTS.rates[0] * DEFAULTS.batchSize} events/s)
   --open-sockets N        open-loop client sockets (default ${DEFAULTS.openSockets})
@@ -441,6 +458,7 @@ export function optionsFromArgv(argv: string[]): Partial<IngestOptions> {
       warmup: { type: 'string' },
       'service-warmup': { type: 'string' },
       concurrency: { type: 'string' },
+      'resend-share': { type: 'string' },
       tokens: { type: 'string' },
       rate: { type: 'string' },
       'open-sockets': { type: 'string' },
@@ -482,6 +500,7 @@ export function optionsFromArgv(argv: string[]): Partial<IngestOptions> {
     warmupSeconds: positiveInt('warmup', f.warmup, DEFAULTS.warmupSeconds, 0),
     serviceWarmupSeconds: positiveInt('service-warmup', f['service-warmup'], DEFAULTS.serviceWarmupSeconds, 0),
     concurrency: positiveInt('concurrency', f.concurrency, DEFAULTS.concurrency),
+    resendShare: Math.min(1, positiveNumber('resend-share', f['resend-share'], DEFAULTS.resendShare, 0.01)),
     tokens: positiveInt('tokens', f.tokens, DEFAULTS.tokens),
     rates: f.rate ? f.rate.split(',').map((r) => positiveInt('rate', r.trim(), 0)) : f.sweep ? [100, 200, 300, 400, 500] : DEFAULTS.rates,
     openSockets: positiveInt('open-sockets', f['open-sockets'], DEFAULTS.openSockets),
