@@ -56,7 +56,10 @@ ALTER TABLE events ADD COLUMN IF NOT EXISTS message_id String CODEC(ZSTD(1));
 -- lost, and it deletes its own event rows and claims (lightweight DELETE, visible at once) before
 -- answering, counting those items as duplicates. The winner's claim committed before the loser's,
 -- and the loser reads after its own commit, so a loser always sees the winner: exactly one copy
--- remains.
+-- remains. That read is skipped when the highest claim block (system.parts) went from `before` to
+-- `before` + 1 across the INSERT: the only claim part committed meanwhile is the flush's own, so no
+-- race was possible; with one instance and one INSERT in flight (the default) that is every flush,
+-- and the cost of dedup is two system.parts reads and one key lookup per flush.
 --
 -- TTL: a whole weekly partition is dropped once all its rows are more than 14 days old, so claims
 -- live 14 to 21 days (cheap drops, no TTL merges); lookups only count claims received in the last

@@ -9,9 +9,11 @@
  *   3. leaves out of the INSERT every row whose key is already claimed, or is repeated earlier in
  *      the same flush (same request or another one): the first occurrence is the one stored;
  *   4. INSERTs the rest; the materialized view writes their claims in the same statement;
- *   5. reads the claims of its keys committed after `before`: where another flush's claim has a
- *      lower block number (it committed first), this flush lost a race and deletes its own rows
- *      and claims before any request of the flush is answered.
+ *   5. reads the highest claim block again: when it is `before` + 1, the only claim part committed
+ *      meanwhile is this flush's own and no race was possible (one INSERT in flight, one instance:
+ *      always). Otherwise it reads the claims of its keys committed after `before`: where another
+ *      flush's claim has a lower block number (it committed first), this flush lost a race and
+ *      deletes its own rows and claims before any request of the flush is answered.
  * Steps 1-5 all run again for each half when the group committer splits a refused batch, so a
  * split recounts everything from scratch. Flushes without any message_id skip all of it.
  *
@@ -132,6 +134,11 @@ export async function insertOnce(
   if (bodies.length > 0) await insert(bodies);
   if (own.size === 0) return;
 
+  // Fast path: when the highest claim block is just `before` + 1, the only claim part committed
+  // since the lookup is this flush's own, so no other flush can hold a lower block on these keys.
+  // (A week boundary, a DELETE or any other flush's INSERT in between takes the slow path.)
+  const after = await highestClaimBlock(client);
+  if (BigInt(after) === BigInt(before) + 1n) return;
   const lost = (await racesLost(client, own, before)).map((key) => own.get(key)!);
   if (lost.length === 0) return;
   await deleteOwnRows(client, lost);

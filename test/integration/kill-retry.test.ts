@@ -52,8 +52,8 @@ describe('SIGKILL under load, retries on another instance (message_id)', functio
 
   it('0 lost, 0 duplicated', async () => {
     const token = await svc.token(['events']);
-    const CLIENTS = 8;
-    const BATCHES = 12; // per client, 100 events each: 9,600 events in all
+    const CLIENTS = 4;
+    const BATCHES = 12; // per client, 100 events each: 4,800 events in all
     const batch = (client: number, n: number) =>
       Array.from({ length: 100 }, (_, i) => ({ type: 'track', event_name: 'load', message_id: `c${client}-b${n}-i${i}` }));
 
