@@ -59,6 +59,14 @@ describe('POST /1.0/event with message_id (exactly once)', () => {
     expect(await copies(org)).to.deep.equal({ '': 2, a: 1, b: 1, c: 1, d: 1 });
   });
 
+  it('SEARCH /1.0/event returns the stored message_id of each event (none when it had none)', async () => {
+    const org = randomUUID();
+    await post([track('read-me'), track()], await svc.token(['events'], org));
+    const res = await svc.request('POST', '/1.0/event/search', { token: await svc.token(['events:read'], org), body: { size: 10 } });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    expect(res.body.hits.events.map((e: { message_id?: string }) => e.message_id ?? null).sort()).to.deep.equal(['read-me', null].sort());
+  });
+
   it('ids are per organization: the same id in another organization is stored', async () => {
     const [orgA, orgB] = [randomUUID(), randomUUID()];
     const [tA, tB] = [await svc.token(['events'], orgA), await svc.token(['events'], orgB)];

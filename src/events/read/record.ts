@@ -8,10 +8,10 @@ import { dbToApi } from '../../time/iso.ts';
 export const EVENT_COLUMNS = [
   'event_id', 'type', 'event_name', 'user_id', 'user_alias', 'anonymous', 'timestamp', 'received_at', 'seq', 'properties',
   'context_locale', 'context_timezone', 'group_type', 'group_name', 'url', 'screen_name', 'agent_id', 'conversation_id',
-  'copilot_session_id', 'prompt', 'response', 'rating', 'rating_scale',
+  'copilot_session_id', 'prompt', 'response', 'rating', 'rating_scale', 'message_id',
 ] as const;
 
-export type EventReadRow = Record<(typeof EVENT_COLUMNS)[number], string> & { anonymous: number | string; seq: number | string; message_id?: string };
+export type EventReadRow = Record<(typeof EVENT_COLUMNS)[number], string> & { anonymous: number | string; seq: number | string };
 
 /** Optional text fields, in the order the record lists them. */
 const OPTIONAL_TEXT = [
