@@ -2,14 +2,17 @@
 -- of a key, replayed to retries of the same body for 24 hours. How it is used:
 -- src/idempotency/store.ts; the guarantees: README.md.
 --
--- One row per claim (`state` 'pending': a request with this key is running) and one per answer
--- (`state` 'done': its status and body). Rows are only appended, never updated: a request reads
--- every row of its (org_id, endpoint, key) and interprets them (the answer, else the first live
--- claim). Two instances claiming the same key at once both append a claim; the claim with the
+-- One row per claim (`state` 'pending': a request with this key is running), one per answer
+-- (`state` 'done': its status and body) and one per withdrawn claim (`state` 'withdrawn': the
+-- request failed, or lost the race below). Rows are only appended, never updated or deleted (so the
+-- same statements work through a Distributed table in cluster mode): a request reads every row of
+-- its (org_id, endpoint, key) and interprets them (the answer, else the first live claim). Two instances claiming the same key at once both append a claim; the claim with the
 -- lowest `_block_number` (the number the engine gives each INSERT's part when it commits it, under
 -- its parts lock, kept by merges: enable_block_number_column) wins, the other withdraws. Each
 -- claimant reads after its own claim committed, so the loser always sees the winner
--- (the same rule as event_message_ids, schema/010).
+-- (the same rule as event_message_ids, schema/010). In cluster mode block numbers are per shard and
+-- not read through the Distributed table: claims are ordered by (created_at, claim_id) there, which
+-- every reader agrees on but which is not commit order (README says what that leaves).
 --
 -- Keys: ORDER BY (org_id, endpoint, key): every read is one key of one organization and endpoint,
 -- a point lookup; small granules (256) since every read wants a handful of rows. `key` is the
@@ -24,7 +27,7 @@ CREATE TABLE IF NOT EXISTS idempotency_keys
     endpoint    LowCardinality(String),
     key         String,
     claim_id    UUID,
-    state       Enum8('pending' = 1, 'done' = 2),
+    state       Enum8('pending' = 1, 'done' = 2, 'withdrawn' = 3),
     body_hash   String,
     status      UInt16,
     response    String CODEC(ZSTD(3)),

@@ -103,12 +103,17 @@ export async function insertOnce(
   client: ClickHouseClient,
   chunks: readonly EventChunk[],
   insert: (bodies: Buffer[]) => Promise<void>,
-  now = Date.now(),
+  opts: { now?: number; clustered?: boolean } = {},
 ): Promise<void> {
+  const now = opts.now ?? Date.now();
   for (const c of chunks) c.duplicates = 0;
   if (!chunks.some((c) => c.keys)) return insert(chunks.map((c) => c.body));
 
-  const before = await highestClaimBlock(client);
+  // Cluster mode (CLICKHOUSE_CLUSTER): claims live in per-shard local tables behind a Distributed
+  // one; block numbers are per shard and lightweight DELETEs do not go through Distributed, so
+  // steps 1 and 5 are skipped: lookups and same-flush dedup hold, the race of two flushes of the
+  // same id at the same moment is not closed there (README).
+  const before = opts.clustered ? undefined : await highestClaimBlock(client);
   const claimed = await claimedKeys(client, distinctKeys(chunks), new Date(now - MESSAGE_ID_WINDOW_MS));
 
   const seen = claimed;
@@ -132,7 +137,7 @@ export async function insertOnce(
     if (dropped.length < chunk.rows) bodies.push(dropped.length === 0 ? chunk.body : chunk.without(dropped));
   }
   if (bodies.length > 0) await insert(bodies);
-  if (own.size === 0) return;
+  if (own.size === 0 || before === undefined) return;
 
   // Fast path: when the highest claim block is just `before` + 1, the only claim part committed
   // since the lookup is this flush's own, so no other flush can hold a lower block on these keys.

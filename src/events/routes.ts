@@ -13,7 +13,7 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> 
   const insert = async (chunks: EventChunk[], rows: number) => {
     try {
       const client = deps.db.client();
-      await insertOnce(client, chunks, (bodies) => insertEvents(client, bodies));
+      await insertOnce(client, chunks, (bodies) => insertEvents(client, bodies), { clustered: deps.db.cluster !== undefined });
     } catch (err) {
       // The requests get a 503 (retry), or a 400 when their own rows are at fault: the engine's
       // message is only here, for the operator.

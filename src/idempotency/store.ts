@@ -32,7 +32,7 @@ export interface StoredAnswer {
 
 interface Row {
   claimId: string;
-  state: 'pending' | 'done';
+  state: 'pending' | 'done' | 'withdrawn';
   bodyHash: string;
   status: number;
   response: string;
@@ -61,7 +61,11 @@ export function checkedKey(raw: string | string[] | undefined): string | undefin
 }
 
 export class IdempotencyStore {
-  constructor(private readonly client: () => ClickHouseClient) {}
+  /** `clustered`: CLICKHOUSE_CLUSTER mode, where claims are ordered by time, not by commit (schema/011). */
+  constructor(
+    private readonly client: () => ClickHouseClient,
+    private readonly clustered = false,
+  ) {}
 
   /**
    * Runs `work` once per (org, endpoint, key) and body within 24 hours, and returns its answer, or
@@ -104,7 +108,8 @@ export class IdempotencyStore {
       return { status: done.status, body: JSON.parse(done.response), replayed: true };
     }
     const now = Date.now();
-    const live = rows.filter((r) => r.state === 'pending' && now - r.createdAt < CLAIM_LEASE_MS);
+    const withdrawn = new Set(rows.filter((r) => r.state === 'withdrawn').map((r) => r.claimId));
+    const live = rows.filter((r) => r.state === 'pending' && !withdrawn.has(r.claimId) && now - r.createdAt < CLAIM_LEASE_MS);
     const first = live[0]; // rows are ordered by block number: the first committed claim
     if (!first || first.claimId === ownClaim) return undefined;
     if (first.bodyHash !== bodyHash) throw reused();
@@ -116,13 +121,14 @@ export class IdempotencyStore {
 
   private async rows(req: IdempotentRequest): Promise<Row[]> {
     const p = new ParamBag();
+    const order = this.clustered ? 'createdAt, claimId, state' : 'block, state';
     const rs = await this.client().query({
       query: `SELECT toString(claim_id) AS claimId, toString(state) AS state, body_hash AS bodyHash, status, response,
-                     _block_number AS block, toUnixTimestamp64Milli(created_at) AS createdAt
+                     ${this.clustered ? '0' : '_block_number'} AS block, toUnixTimestamp64Milli(created_at) AS createdAt
               FROM idempotency_keys
               WHERE org_id = ${p.add(req.orgId, 'UUID')} AND endpoint = ${p.add(req.endpoint, 'String')} AND key = ${p.add(req.key, 'String')}
                 AND created_at >= ${p.add(toClickHouseDateTime64(new Date(Date.now() - IDEMPOTENCY_WINDOW_MS)), "DateTime64(3, 'UTC')")}
-              ORDER BY block, state`,
+              ORDER BY ${order}`,
       query_params: p.toParams(),
       format: 'JSONEachRow',
       clickhouse_settings: { output_format_json_quote_64bit_integers: 0 },
@@ -151,15 +157,9 @@ export class IdempotencyStore {
     });
   }
 
-  /** Deletes this request's claim (lightweight DELETE, visible to every read once it returns). */
+  /** Withdraws this request's claim: a row saying so (appended, visible to every later read). */
   private async withdraw(req: IdempotentRequest, claimId: string): Promise<void> {
-    const p = new ParamBag();
-    await this.client().command({
-      query: `DELETE FROM idempotency_keys WHERE org_id = ${p.add(req.orgId, 'UUID')} AND endpoint = ${p.add(req.endpoint, 'String')}
-                AND key = ${p.add(req.key, 'String')} AND claim_id = ${p.add(claimId, 'UUID')}`,
-      query_params: p.toParams(),
-      clickhouse_settings: { lightweight_deletes_sync: '2' },
-    });
+    await this.append(req, { claimId, state: 'withdrawn', bodyHash: '', status: 0, response: '' });
   }
 }
 
