@@ -23,7 +23,8 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { hash } from 'node:crypto';
-import { ParamBag, toClickHouseDateTime64 } from '../clickhouse/sql.ts';
+import { ParamBag } from '../clickhouse/sql.ts';
+import { formatDbDate } from '../time/iso.ts';
 import { encodeEventRows, toEventRows } from './rows.ts';
 import type { ParsedEvent } from './schema.ts';
 
@@ -181,7 +182,7 @@ async function claimedKeys(client: ClickHouseClient, keys: readonly string[], si
   const rows = await rowsOf(
     client,
     `SELECT DISTINCT lower(hex(message_key)) FROM event_message_ids
-     WHERE ${keySet(params, keys)} AND received_at >= ${params.add(toClickHouseDateTime64(since), "DateTime64(3, 'UTC')")}`,
+     WHERE ${keySet(params, keys)} AND received_at >= ${params.add(formatDbDate(since), "DateTime64(3, 'UTC')")}`,
     params,
   );
   return new Set(rows.map((r) => r[0]));

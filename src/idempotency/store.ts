@@ -16,7 +16,8 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { hash, randomUUID } from 'node:crypto';
-import { ParamBag, toClickHouseDateTime64 } from '../clickhouse/sql.ts';
+import { ParamBag } from '../clickhouse/sql.ts';
+import { formatDbDate } from '../time/iso.ts';
 import { conflict, DomainError, invalid } from '../errors.ts';
 
 export const IDEMPOTENCY_WINDOW_MS = 24 * 60 * 60 * 1000;
@@ -127,7 +128,7 @@ export class IdempotencyStore {
                      ${this.clustered ? '0' : '_block_number'} AS block, toUnixTimestamp64Milli(created_at) AS createdAt
               FROM idempotency_keys
               WHERE org_id = ${p.add(req.orgId, 'UUID')} AND endpoint = ${p.add(req.endpoint, 'String')} AND key = ${p.add(req.key, 'String')}
-                AND created_at >= ${p.add(toClickHouseDateTime64(new Date(Date.now() - IDEMPOTENCY_WINDOW_MS)), "DateTime64(3, 'UTC')")}
+                AND created_at >= ${p.add(formatDbDate(new Date(Date.now() - IDEMPOTENCY_WINDOW_MS)), "DateTime64(3, 'UTC')")}
               ORDER BY ${order}`,
       query_params: p.toParams(),
       format: 'JSONEachRow',
@@ -150,7 +151,7 @@ export class IdempotencyStore {
           body_hash: row.bodyHash,
           status: row.status,
           response: row.response,
-          created_at: toClickHouseDateTime64(new Date()),
+          created_at: formatDbDate(new Date()),
         },
       ],
       clickhouse_settings: { async_insert: 0 },
