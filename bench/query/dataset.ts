@@ -64,11 +64,13 @@ export async function ensureDataset(
       log(`org ${orgId} holds ${have} responses, not ${spec.responses}: deleting them and seeding again`);
       const admin = longClient(storage.endpoint, storage.database);
       try {
-        await admin.command({
-          query: 'ALTER TABLE survey_responses DELETE WHERE org_id = {org:UUID}',
-          query_params: { org: orgId },
-          clickhouse_settings: { mutations_sync: '2' },
-        });
+        for (const table of ['survey_responses', 'survey_response_ids']) {
+          await admin.command({
+            query: `ALTER TABLE ${table} DELETE WHERE org_id = {org:UUID}`,
+            query_params: { org: orgId },
+            clickhouse_settings: { mutations_sync: '2' },
+          });
+        }
       } finally {
         await admin.close();
       }

@@ -8,25 +8,20 @@
  *   (column and doc) with the stored created_at, so ordering, range filters and the returned
  *   record agree and no second row appears.
  * - survey_id: a response cannot move to another survey; such a record is a 400.
- * Both are looked up with one query per batch. A process-wide lock per (org, id) makes the
- * lookup + insert atomic against concurrent batches that share ids, so two first writes of one
- * new id cannot both miss the lookup; batches with disjoint ids do not wait for each other (an
- * org-wide lock capped one org at ~10 writes/s, each lookup + insert taking 70-100 ms).
- * Known limit: with several service processes writing one database, two simultaneous FIRST
- * writes of one id with different created_at (or survey_id) in two processes could still store
- * two rows that never collapse.
+ * Identities live in the narrow key table survey_response_ids (identity.ts, schema/030): one
+ * point lookup per batch, whose cost follows the batch, not the org. Ids seen for the first time
+ * are claimed there before the rows are written, and read back: with several service processes
+ * on one database, two first writes of one id both end on the first committed claim, so they
+ * store one row. Within a process, a lock per (org, id) orders batches that share ids (so they do
+ * not even race for a claim); batches with disjoint ids do not wait for each other.
+ * A claimed identity stays when the write after it fails (a 503, or a 400 because a concurrent
+ * writer claimed the id for another survey): a retry of the same records finds it and agrees.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { invalid, type Issue } from '../errors.ts';
-import { QUERY_SETTINGS } from './compile.ts';
+import { claimIdentities, storedIdentities, type Identity } from './identity.ts';
 import { apiToDb, toResponseRow, type ResponseRecord } from './record.ts';
 import { dbToApi } from '../time/iso.ts';
-
-interface Identity {
-  survey_id: string;
-  /** DateTime64(6) text. */
-  created_at: string;
-}
 
 const idLocks = new Map<string, Promise<void>>();
 
@@ -53,24 +48,6 @@ async function withIdLocks<T>(keys: readonly string[], fn: () => Promise<T>): Pr
   }
 }
 
-/** The stored identity of those ids that exist for the org (newest version's, if several). */
-async function storedIdentities(client: ClickHouseClient, orgId: string, ids: string[]): Promise<Map<string, Identity>> {
-  // No FINAL: every version of an id has the same identity; argMax picks the newest regardless.
-  const rs = await client.query({
-    query:
-      // Aliases differ from the column names: a ClickHouse alias would otherwise shadow the column in WHERE.
-      'SELECT toString(id) AS rid, toString(argMax(survey_id, updated_at)) AS sid, toString(argMax(created_at, updated_at)) AS cat ' +
-      'FROM survey_responses WHERE org_id = {org:UUID} AND id IN {ids:Array(UUID)} GROUP BY id',
-    query_params: { org: orgId, ids },
-    format: 'JSONEachRow',
-    // The id bloom filter skips granules for small batches; at ~1000 ids every granule matches
-    // and checking it only costs (measured in schema/004-survey-responses.sql).
-    clickhouse_settings: { ...QUERY_SETTINGS, use_skip_indexes: ids.length <= 200 ? 1 : 0 },
-  });
-  const rows = await rs.json<{ rid: string; sid: string; cat: string }>();
-  return new Map(rows.map((r) => [r.rid, { survey_id: r.sid, created_at: r.cat }]));
-}
-
 /**
  * Upserts parsed records for the org; returns how many were written. Throws 400 (nothing stored)
  * when a record would move an existing response to another survey.
@@ -80,23 +57,24 @@ export async function insertResponses(client: ClickHouseClient, orgId: string, r
   const org = orgId.toLowerCase();
   return withIdLocks(ids.map((id) => `${org}/${id}`), async () => {
     const known = await storedIdentities(client, orgId, ids);
-    const issues: Issue[] = [];
-    const rows = records.map((record, i) => {
+    // First sightings: the first record of each new id claims its identity for the batch.
+    const claims = new Map<string, Identity>();
+    for (const record of records) {
       const id = record.id.toLowerCase();
-      const surveyId = record.survey_id.toLowerCase();
-      const identity = known.get(id);
-      if (!identity) {
-        // First sighting (in store or batch): this record fixes the identity for the rest of the batch.
-        known.set(id, { survey_id: surveyId, created_at: apiToDb(record.created_at) });
-        return toResponseRow(record, orgId);
-      }
-      if (identity.survey_id !== surveyId) {
-        issues.push({ path: `[${i}].survey_id`, message: `response ${record.id} belongs to survey ${identity.survey_id}; a response cannot move to another survey` });
-      }
+      if (!known.has(id) && !claims.has(id)) claims.set(id, { survey_id: record.survey_id.toLowerCase(), created_at: apiToDb(record.created_at) });
+    }
+    // A record that moves a response to another survey (a stored one, or one claimed earlier in
+    // the batch) is refused before anything, even a claim, is written.
+    throwSurveyMoves(records, new Map([...known, ...claims]));
+    for (const [id, identity] of await claimIdentities(client, orgId, claims)) known.set(id, identity);
+    // Again with the agreed identities: only a concurrent writer that claimed an id first, for
+    // another survey, fails here.
+    throwSurveyMoves(records, known);
+    const rows = records.map((record) => {
+      const identity = known.get(record.id.toLowerCase())!;
       const fixed = identity.created_at === apiToDb(record.created_at) ? record : { ...record, created_at: dbToApi(identity.created_at) };
       return toResponseRow(fixed, orgId);
     });
-    if (issues.length > 0) throw invalid('Invalid response records', issues);
     await client.insert({
       table: 'survey_responses',
       values: rows,
@@ -107,4 +85,16 @@ export async function insertResponses(client: ClickHouseClient, orgId: string, r
     });
     return rows.length;
   });
+}
+
+/** Throws 400 naming every record whose survey differs from its id's known identity. */
+function throwSurveyMoves(records: readonly ResponseRecord[], known: ReadonlyMap<string, Identity>): void {
+  const issues: Issue[] = [];
+  records.forEach((record, i) => {
+    const identity = known.get(record.id.toLowerCase());
+    if (identity && identity.survey_id !== record.survey_id.toLowerCase()) {
+      issues.push({ path: `[${i}].survey_id`, message: `response ${record.id} belongs to survey ${identity.survey_id}; a response cannot move to another survey` });
+    }
+  });
+  if (issues.length > 0) throw invalid('Invalid response records', issues);
 }

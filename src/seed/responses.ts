@@ -6,7 +6,7 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { availableParallelism } from 'node:os';
 import { planParams, planSurveys } from './plan.ts';
-import { SEED_INSERT_SQL } from './sql.ts';
+import { SEED_IDS_SQL, SEED_INSERT_SQL } from './sql.ts';
 import { formatDb, fromMillis } from '../time/iso.ts';
 
 export interface SeedOptions {
@@ -103,6 +103,9 @@ export async function seedResponses(client: ClickHouseClient, options: SeedOptio
   while (done < responses) {
     const count = Math.min(chunk, responses - done);
     const t0 = performance.now();
+    // Identities first (schema/030): a chunk whose rows fail after them leaves identities that a
+    // rerun of the same chunk agrees with; rows without their identity could be stored twice.
+    await client.command({ query: SEED_IDS_SQL, query_params: { ...base, start: done, count }, clickhouse_settings: SEED_SETTINGS });
     await client.command({
       query: SEED_INSERT_SQL,
       query_params: { ...base, start: done, count },

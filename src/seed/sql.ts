@@ -265,3 +265,12 @@ const finalLevel = `
 export const SEED_INSERT_SQL = `INSERT INTO survey_responses (${INSERT_COLUMNS.join(', ')})
 WITH cityHash64({org:UUID}, {seed:UInt64}) AS p, cityHash64(p, {now:DateTime64(6, 'UTC')}) AS s
 ${finalLevel}`;
+
+/**
+ * The identities of the same rows (same parameters) for the key table survey_response_ids
+ * (schema/030), which the API's writer reads: the engine prunes every column the key row does
+ * not need from the stages, so this costs a fraction of the rows themselves.
+ */
+export const SEED_IDS_SQL = `INSERT INTO survey_response_ids (org_id, id, survey_id, created_at)
+WITH cityHash64({org:UUID}, {seed:UInt64}) AS p, cityHash64(p, {now:DateTime64(6, 'UTC')}) AS s
+SELECT {org:UUID} AS org_id, id, survey_id, ${dt('created_us')} AS created_at FROM (${rows})`;
