@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { parseResponseBatch, toResponseRow } from '../../src/responses/record.ts';
 import { runSeedCommand } from '../../src/seed/cli.ts';
@@ -22,7 +23,7 @@ describe('seed: synthetic survey responses', function () {
   const progress: Array<[number, number]> = [];
   let rows: Record<string, any>[];
 
-  const query = async <T = Record<string, any>>(sql: string, params: Record<string, unknown> = {}) =>
+  const query = async <T = Record<string, any>>(sql: string, params: Record<string, unknown> = {}): Promise<T[]> =>
     (await (await svc.client.query({ query: sql, query_params: { org: svc.orgId, ...params }, format: 'JSONEachRow' })).json<T>());
 
   before(async () => {
@@ -51,6 +52,30 @@ describe('seed: synthetic survey responses', function () {
       { surveys: result.surveyIds },
     );
     expect([Number(c.n), Number(c.ids), Number(c.surveys)]).to.deep.equal([N, N, 5]);
+  });
+
+  it('records the identity of every seeded response in the key table the API writer reads', async () => {
+    // Its own org, so the version written below changes nothing the other cases count.
+    const org = randomUUID();
+    const q = <T>(sql: string, params: Record<string, unknown> = {}) => query<T>(sql, { org, ...params });
+    await seedResponses(svc.client, { orgId: org, responses: 50, days: DAYS, now });
+    const [c] = await q<{ ids: string; matching: string; claims: string }>(
+      `SELECT uniqExact(k.id) AS ids, countIf(k.survey_id = r.survey_id AND k.created_at = r.created_at) AS matching, count() AS claims
+       FROM survey_response_ids AS k JOIN (SELECT id, survey_id, created_at FROM survey_responses FINAL WHERE org_id = {org:UUID}) AS r ON r.id = k.id
+       WHERE k.org_id = {org:UUID}`,
+    );
+    expect([Number(c.ids), Number(c.matching), Number(c.claims)]).to.deep.equal([50, 50, 50]);
+    // So a later API version of a seeded response keeps its created_at: one row, not two.
+    const [first] = await q<{ doc: string; created: string }>('SELECT doc, toString(created_at) AS created FROM survey_responses WHERE org_id = {org:UUID} LIMIT 1');
+    const doc = JSON.parse(first.doc);
+    const token = await svc.token(['responses:write'], org);
+    const moved = { ...doc, created_at: '2020-01-01T00:00:00.000000Z', updated_at: '2099-01-01T00:00:00.000000Z' };
+    expect((await svc.request('POST', '/1.0/survey/response', { token, body: [moved] })).status).to.equal(200);
+    const [after] = await q<{ n: string; created: string; updated: string }>(
+      'SELECT count() AS n, toString(any(created_at)) AS created, toString(any(updated_at)) AS updated FROM survey_responses FINAL WHERE org_id = {org:UUID} AND id = {id:UUID}',
+      { id: doc.id },
+    );
+    expect([Number(after.n), after.created, after.updated]).to.deep.equal([1, first.created, '2099-01-01 00:00:00.000000']);
   });
 
   it('stores for every doc exactly the row the response writer would store (doc bytes included)', () => {
