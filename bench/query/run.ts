@@ -5,7 +5,8 @@
  *
  *   node --import tsx bench/query/run.ts [--large] [--responses N] [--iterations 20] [--repeats 30] ...
  */
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -16,6 +17,8 @@ import { summarizeProfile, type ProfileSummary } from '../lib/cpuprofile.ts';
 import { machineInfo } from '../lib/machine.ts';
 import { cpuDelta, cpuSeconds, cpuSnapshot } from '../lib/proc.ts';
 import { writeResult } from '../lib/results.ts';
+import { barChartSvg, type BarChart } from '../lib/chart.ts';
+import { measureWrites, type WriteRun } from './writes.ts';
 import { round, summarize, type LatencySummary } from '../lib/stats.ts';
 import { printTable, type Cell } from '../lib/table.ts';
 import { benchCases, pathOf, runDirect, type Endpoint } from './cases.ts';
@@ -50,8 +53,21 @@ export interface QueryOptions {
   env: Record<string, string>;
   cpuProf: boolean;
   write: boolean;
+  /** Write-throughput requests per phase (POST /1.0/survey/response); 0 skips the phase. */
+  writeRequests: number;
+  /** Clients sending them at once. */
+  writeClients: number;
+  /** Rounds of (empty org, large org) write phases, interleaved. */
+  writeRounds: number;
+  /** Also run every case at GROWTH_FACTOR times the size (its own data set), and report the ratios. */
+  growth: boolean;
   log: (line: string) => void;
 }
+
+/** --growth: the second size, as a multiple of the first. */
+export const GROWTH_FACTOR = 5;
+/** Records per write request (the endpoint's maximum). */
+export const RECORDS_PER_REQUEST = 1000;
 
 export const DEFAULTS: QueryOptions = {
   responses: 1_000_000,
@@ -64,11 +80,15 @@ export const DEFAULTS: QueryOptions = {
   env: {},
   cpuProf: false,
   write: true,
+  writeRequests: 100,
+  writeClients: 4,
+  writeRounds: 2,
+  growth: false,
   log: (line) => process.stderr.write(`[query] ${line}\n`),
 };
 
 /** `npm run bench`: the same 1M data set, fewer runs (the ingest bench shares the 5 minutes). */
-export const SHORT: Partial<QueryOptions> = { iterations: 7, repeats: 15, mergeWaitSeconds: 60 };
+export const SHORT: Partial<QueryOptions> = { iterations: 7, repeats: 15, mergeWaitSeconds: 60, writeRequests: 40, writeRounds: 1 };
 
 /** The issue's targets (on 10M responses, 2 cores, embedded engine): p95 in ms. */
 export const TARGET_P95_MS: Record<Endpoint, number> = { search: 100, summary: 250, aggregation: 250 };
@@ -119,6 +139,10 @@ export interface QueryBenchResult {
   optimize_seconds?: number;
   merges_settled: boolean;
   cases: CaseResult[];
+  /** Write throughput, in (empty org, large org) pairs of phases. */
+  writes: WriteRun[];
+  /** Summed throughput into the large org / into the empty one (target >= 0.9). */
+  write_ratio_large_to_empty?: number;
   profile?: ProfileSummary;
   seconds: number;
   result_file?: string;
@@ -130,9 +154,109 @@ function summarizeAnswer(endpoint: Endpoint, body: any): Record<string, unknown>
   return { total: body?.hits?.total?.value, top_buckets: body?.aggregations?.buckets?.length };
 }
 
-export async function runQueryBench(input: Partial<QueryOptions> & { short?: boolean } = {}): Promise<QueryBenchResult> {
+/** The bench: one size, or with `growth` the same at GROWTH_FACTOR times it; prints and writes the results (JSON + SVG). */
+export async function runQueryBench(input: Partial<QueryOptions> & { short?: boolean } = {}): Promise<QueryBenchResult | QueryGrowthResult> {
   const short = input.short ?? false;
   const opts: QueryOptions = { ...DEFAULTS, ...(short ? SHORT : {}), ...stripUndefined(input) };
+  if (!opts.growth) {
+    const result = await runOneSize(opts, short);
+    printResult(result);
+    if (opts.write) {
+      result.result_file = writeResult(`query-${shortCount(opts.responses)}`, result);
+      writeFileSync(result.result_file.replace(/\.json$/, '.svg'), barChartSvg(latencyChart([result])));
+      process.stdout.write(`\nresult: ${result.result_file} (chart: .svg beside it)\n`);
+    }
+    return result;
+  }
+  const t0 = Date.now();
+  const sizes: QueryBenchResult[] = [];
+  for (const responses of [opts.responses, opts.responses * GROWTH_FACTOR]) {
+    const r = await runOneSize({ ...opts, responses, dataDir: opts.dataDir ? `${opts.dataDir}-${shortCount(responses)}` : undefined }, short);
+    printResult(r);
+    sizes.push(r);
+  }
+  const result: QueryGrowthResult = {
+    bench: 'query-growth',
+    started_at: new Date(t0).toISOString(),
+    factor: GROWTH_FACTOR,
+    growth: growthRows(sizes[0], sizes[1]),
+    sizes,
+    seconds: Math.round((Date.now() - t0) / 1000),
+  };
+  printGrowth(result);
+  if (opts.write) {
+    result.result_file = writeResult(`query-growth-${shortCount(opts.responses)}x${GROWTH_FACTOR}`, result);
+    writeFileSync(result.result_file.replace(/\.json$/, '.svg'), barChartSvg(latencyChart(sizes)));
+    process.stdout.write(`\nresult: ${result.result_file} (chart: .svg beside it)\n`);
+  }
+  return result;
+}
+
+export interface GrowthRow {
+  name: string;
+  first_p50: [number, number];
+  first_p95: [number, number];
+  /** Large / small. */
+  first_p50_ratio: number;
+  first_p95_ratio: number;
+  engine_cpu_ratio: number | undefined;
+}
+
+export interface QueryGrowthResult {
+  bench: 'query-growth';
+  started_at: string;
+  factor: number;
+  growth: GrowthRow[];
+  sizes: QueryBenchResult[];
+  seconds: number;
+  result_file?: string;
+}
+
+function growthRows(small: QueryBenchResult, large: QueryBenchResult): GrowthRow[] {
+  return small.cases.flatMap((a) => {
+    const b = large.cases.find((c) => c.name === a.name);
+    if (!b) return [];
+    return [{
+      name: a.name,
+      first_p50: [a.http_first.p50, b.http_first.p50] as [number, number],
+      first_p95: [a.http_first.p95, b.http_first.p95] as [number, number],
+      first_p50_ratio: round(b.http_first.p50 / a.http_first.p50, 2),
+      first_p95_ratio: round(b.http_first.p95 / a.http_first.p95, 2),
+      engine_cpu_ratio: a.engine_cpu_ms_per_run && b.engine_cpu_ms_per_run ? round(b.engine_cpu_ms_per_run / a.engine_cpu_ms_per_run, 2) : undefined,
+    }];
+  });
+}
+
+/** p95 per case: first and repeated runs, for each size measured. */
+export function latencyChart(sizes: readonly QueryBenchResult[]): BarChart {
+  const names = sizes[0].cases.map((c) => c.name);
+  const label = (r: QueryBenchResult) => shortCount(r.dataset.responses);
+  const pick = (r: QueryBenchResult, f: (c: CaseResult) => number) => names.map((n) => { const c = r.cases.find((x) => x.name === n); return c ? f(c) : undefined; });
+  const load = sizes.map((r) => `${label(r)}: load ${r.machine.load_average.map((x) => x.toFixed(1)).join(' ')}`).join('; ');
+  return {
+    title: `Query bench: p95 latency over HTTP per case (${sizes.map(label).join(' and ')} responses in one org; ${load})`,
+    unit: 'p95 latency, ms (first = a body new to the polling cache; repeated = the same body again); dashed red = target at 10M',
+    categories: names,
+    series: sizes.flatMap((r) => [
+      { label: `${label(r)} first`, values: pick(r, (c) => c.http_first.p95) },
+      { label: `${label(r)} repeated`, values: pick(r, (c) => c.http_repeated.p95) },
+    ]),
+    markers: names.map((n) => sizes[0].cases.find((c) => c.name === n)?.target_p95_ms),
+  };
+}
+
+function printGrowth(r: QueryGrowthResult): void {
+  const [a, b] = r.sizes;
+  printTable(
+    `growth: ${shortCount(a.dataset.responses)} -> ${shortCount(b.dataset.responses)} responses (x${r.factor}), first runs over HTTP, ms`,
+    ['case', 'p50 small', 'p50 large', 'x p50', 'p95 small', 'p95 large', 'x p95', 'x eng cpu'],
+    r.growth.map((g) => [g.name, g.first_p50[0], g.first_p50[1], g.first_p50_ratio, g.first_p95[0], g.first_p95[1], g.first_p95_ratio, g.engine_cpu_ratio]),
+  );
+  process.stdout.write(`\nquery growth bench done in ${r.seconds} s\n`);
+}
+
+/** One data set: seed or reuse, merge state, every case, then the write phases. */
+async function runOneSize(opts: QueryOptions, short: boolean): Promise<QueryBenchResult> {
   const log = opts.log;
   const t0 = Date.now();
   const profDir = opts.cpuProf ? mkdtempSync(join(os.tmpdir(), 'tallyhouse-query-prof-')) : undefined;
@@ -226,6 +350,24 @@ export async function runQueryBench(input: Partial<QueryOptions> & { short?: boo
       });
     }
 
+    const writes: WriteRun[] = [];
+    if (opts.writeRequests > 0) {
+      const writeToken = (await mintToken(client, dataset.orgId, ['responses:write'], 'query bench writes')).token;
+      for (let round = 0; round < opts.writeRounds; round++) {
+        // A new empty org each round, then the large one: same engine, same table, same bodies' shape.
+        for (const org of ['empty', 'large'] as const) {
+          const orgId = org === 'large' ? dataset.orgId : randomUUID();
+          const token = org === 'large' ? writeToken : (await mintToken(client, orgId, ['responses:write'], 'query bench writes')).token;
+          log(`writes into the ${org} org: ${opts.writeRequests} requests of ${RECORDS_PER_REQUEST} records, ${opts.writeClients} clients`);
+          const w = await measureWrites({ url: service.url, client, token, orgId, org, clients: opts.writeClients, requests: opts.writeRequests, recordsPerRequest: RECORDS_PER_REQUEST });
+          log(`  ${w.responses_per_second.toLocaleString('en-US')} responses/s, request p50 ${w.request_ms.p50} ms p95 ${w.request_ms.p95} ms`);
+          writes.push(w);
+        }
+      }
+    }
+    const rate = (org: WriteRun['org']) => writes.filter((w) => w.org === org).reduce((a, w) => ({ n: a.n + w.responses, s: a.s + w.seconds }), { n: 0, s: 0 });
+    const [empty, large] = [rate('empty'), rate('large')];
+
     result = {
       bench: 'query',
       started_at: new Date(t0).toISOString(),
@@ -237,6 +379,8 @@ export async function runQueryBench(input: Partial<QueryOptions> & { short?: boo
       optimize_seconds,
       merges_settled,
       cases: results,
+      writes,
+      write_ratio_large_to_empty: empty.s > 0 && large.s > 0 ? round(large.n / large.s / (empty.n / empty.s), 2) : undefined,
       seconds: 0,
     };
   } finally {
@@ -247,13 +391,8 @@ export async function runQueryBench(input: Partial<QueryOptions> & { short?: boo
     const file = readdirSync(profDir).find((f) => f.endsWith('.cpuprofile'));
     if (file) result.profile = summarizeProfile(join(profDir, file));
   }
-  result.seconds = Math.round((Date.now() - t0) / 1000);
-  printResult(result);
-  if (opts.write) {
-    result.result_file = writeResult(`query-${shortCount(opts.responses)}`, result);
-    process.stdout.write(`\nresult: ${result.result_file}\n`);
-  }
-  return result;
+  result!.seconds = Math.round((Date.now() - t0) / 1000);
+  return result!;
 }
 
 function roundSummary(s: LatencySummary): LatencySummary {
@@ -321,6 +460,14 @@ function printResult(r: QueryBenchResult): void {
   if (r.profile) {
     printTable('service CPU profile: self time by area', ['area', 'ms', '% busy'], r.profile.by_area.slice(0, 12).map((a) => [a.area, a.ms, a.pct_busy]));
   }
+  if (r.writes.length) {
+    printTable(
+      `POST /1.0/survey/response: ${r.writes[0].records_per_request} records a request, ${r.writes[0].clients} clients, new ids, created_at in the last 7 days`,
+      ['into', 'org rows before', 'responses', 's', 'responses/s', 'req p50 ms', 'req p95 ms'],
+      r.writes.map((w) => [w.org, w.org_rows_before, w.responses, w.seconds, w.responses_per_second, w.request_ms.p50, w.request_ms.p95]),
+    );
+    process.stdout.write(`large / empty throughput: ${r.write_ratio_large_to_empty} (target >= 0.9; >= 30,000 responses/s)\n`);
+  }
   process.stdout.write(`\nquery bench done in ${r.seconds} s\n`);
 }
 
@@ -341,7 +488,12 @@ const USAGE = `usage: node --import tsx bench/query/run.ts [options]
   --data-dir DIR      the persistent DATA_DIR (default bench/.data/query-<size>, e.g. query-1M)
   --env KEY=VALUE     extra service environment (repeatable)
   --cpu-prof          profile the service (node --cpu-prof) and summarize it
-  --no-write          do not write the JSON result to bench/results/`;
+  --growth            also the same cases at ${GROWTH_FACTOR}x the size (its own data set), in one run, with the ratios
+                      (e.g. --growth: 1M and 5M; seeding 5M takes ~3 min the first time)
+  --write-requests N  POST /1.0/survey/response requests of ${RECORDS_PER_REQUEST} records per write phase (default ${DEFAULTS.writeRequests}; 0: no write phase)
+  --write-clients N   clients sending them at once (default ${DEFAULTS.writeClients})
+  --write-rounds N    (empty org, large org) pairs of write phases (default ${DEFAULTS.writeRounds})
+  --no-write          do not write the JSON result (and its SVG chart) to bench/results/`;
 
 async function main(): Promise<number> {
   const flags = parseFlags(
@@ -361,6 +513,10 @@ async function main(): Promise<number> {
       env: { type: 'string', multiple: true },
       'cpu-prof': { type: 'boolean' },
       'no-write': { type: 'boolean' },
+      growth: { type: 'boolean' },
+      'write-requests': { type: 'string' },
+      'write-clients': { type: 'string' },
+      'write-rounds': { type: 'string' },
       help: { type: 'boolean' },
     },
     USAGE,
@@ -390,6 +546,10 @@ async function main(): Promise<number> {
     env,
     cpuProf: flags['cpu-prof'],
     write: flags['no-write'] ? false : undefined,
+    growth: flags.growth,
+    writeRequests: flags['write-requests'] !== undefined ? positiveInt('write-requests', flags['write-requests'], DEFAULTS.writeRequests, 0) : undefined,
+    writeClients: flags['write-clients'] !== undefined ? positiveInt('write-clients', flags['write-clients'], DEFAULTS.writeClients) : undefined,
+    writeRounds: flags['write-rounds'] !== undefined ? positiveInt('write-rounds', flags['write-rounds'], DEFAULTS.writeRounds) : undefined,
   });
   return 0;
 }
