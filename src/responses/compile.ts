@@ -248,15 +248,25 @@ export const PAGE_WINDOWS_SECONDS = [3600, 86_400, 7 * 86_400, 30 * 86_400, 365 
 export function pageWindowStarts(rangeEnd: string | undefined, nowMs: number): string[] {
   const now = BigInt(nowMs) * 1000n;
   const end = rangeEnd === undefined ? now : parseInstantMicros(rangeEnd) ?? now;
-  const anchor = end < now ? end : now;
-  return PAGE_WINDOWS_SECONDS.map((s) => formatDbMicros(anchor - BigInt(s) * 1_000_000n));
+  return windowStartsBefore(end < now ? end : now);
 }
 
+/** The window starts (DateTime64 texts, latest first) before an instant in µs. */
+export function windowStartsBefore(anchorMicros: bigint): string[] {
+  return PAGE_WINDOWS_SECONDS.map((s) => formatDbMicros(anchorMicros - BigInt(s) * 1_000_000n));
+}
+
+/**
+ * With windows, the count also returns `newest`, the created_at of the newest match: when every
+ * match is older than the largest window (an org whose responses stopped over a year before the
+ * range end), the page windows are taken before it instead (search.ts), not the whole scope.
+ */
 export function compileSearchCount(scope: Scope, windowStarts: readonly string[]): CompiledQuery {
   const bag = new ParamBag();
   const source = fromScope(scope, bag);
   const windows = windowStarts.map((w, i) => `, countIf(created_at >= ${bag.add(w, DT)}) AS w${i}`).join('');
-  return compiled(`SELECT count() AS total${windows} ${source}`, bag);
+  const newest = windowStarts.length > 0 ? ', toString(max(created_at)) AS newest' : '';
+  return compiled(`SELECT count() AS total${windows}${newest} ${source}`, bag);
 }
 
 /** One page of `doc`s, newest first; with `windowStart` (a DateTime64 text), only from that instant on. */
@@ -271,8 +281,8 @@ export function compileSearchPage(scope: Scope, size: number, offset: number, wi
   );
 }
 
-/** The count row: `total` and `w<i>`, the matches at or after window start i. */
-export type SearchCountRow = { total: number | string } & Record<`w${number}`, number | string>;
+/** The count row: `total`, `w<i>` the matches at or after window start i, and `newest` (with windows). */
+export type SearchCountRow = { total: number | string; newest?: string } & Record<`w${number}`, number | string>;
 
 /**
  * The smallest window that holds the newest `offset + size` matches (or every match, when there

@@ -1,6 +1,7 @@
 /** SEARCH /1.0/survey/<survey_ids>/response: the count, then the page (routes.ts wires it). */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, type Scope, type SearchCountRow } from './compile.ts';
+import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, windowStartsBefore, type Scope, type SearchCountRow } from './compile.ts';
+import { parseInstantMicros } from '../query/histogram.ts';
 import type { RunQuery } from '../clickhouse/sql.ts';
 import type { ResponseRecord } from './record.ts';
 
@@ -28,11 +29,28 @@ export async function runSearch(run: RunQuery, input: SearchInput): Promise<{ to
   const windows = input.size > 0 ? pageWindowStarts(input.range?.end, Date.now()) : [];
   const [counts] = await run<SearchCountRow>(compileSearchCount(input, windows));
   const total = Number(counts?.total ?? 0);
-  const docs =
-    input.size > 0 && input.offset < total
-      ? await run<{ doc: string }>(compileSearchPage(input, input.size, input.offset, pageWindowStart(counts, windows, input.offset, input.size)))
-      : [];
+  if (input.size === 0 || input.offset >= total) return { total, docs: [] };
+  const start = pageWindowStart(counts, windows, input.offset, input.size);
+  const noneInWindows = start === undefined && Number(counts?.[`w${windows.length - 1}`] ?? 0) === 0;
+  const newest = noneInWindows && counts?.newest !== undefined ? (parseInstantMicros(counts.newest) ?? undefined) : undefined;
+  const docs = newest !== undefined ? await pageBefore(run, input, total, newest) : await run<{ doc: string }>(compileSearchPage(input, input.size, input.offset, start));
   return { total, docs };
+}
+
+/**
+ * The page when every match is older than the windows before the range end: windows before the
+ * newest match instead, smallest first, until one holds the page. A window holds it when the
+ * page came back full (it has `offset + size` matches, all newer than any match before it) or
+ * when it reaches the last match (`offset` + rows = total); otherwise the next, larger window
+ * runs, and the whole scope last. Each try reads only its window, so the tries together cost
+ * about the last one.
+ */
+async function pageBefore(run: RunQuery, input: SearchInput, total: number, newestMicros: bigint): Promise<{ doc: string }[]> {
+  for (const start of windowStartsBefore(newestMicros)) {
+    const docs = await run<{ doc: string }>(compileSearchPage(input, input.size, input.offset, start));
+    if (docs.length === input.size || input.offset + docs.length === total) return docs;
+  }
+  return run<{ doc: string }>(compileSearchPage(input, input.size, input.offset));
 }
 
 export async function searchResponses(client: ClickHouseClient, input: SearchInput): Promise<SearchResult> {

@@ -60,6 +60,34 @@ describe('search: pages read from the smallest window that holds them', function
     });
   }
 
+  it('an org whose responses all stopped over a year ago: windows before its newest response, the same pages', async () => {
+    // Every match is older than the largest window before now: the page windows start from the
+    // newest match instead (search.ts pageBefore), trying 1 hour, 1 day, 7, 30, 365 days.
+    const org = randomUUID();
+    const old = [
+      ...[0, 10, 30].map((m) => 800 * DAY + m * MIN),
+      ...[3, 10, 20].map((h) => 800 * DAY + h * HOUR),
+      ...[2, 5, 9, 20, 29].map((d) => 800 * DAY + d * DAY),
+      ...[60, 200, 364, 500, 900].map((d) => 800 * DAY + d * DAY),
+    ].map((age, i) => ({ id: randomUUID(), created: new Date(now - age - i).toISOString().replace('Z', '000Z') }));
+    const expected = [...old].sort((a, b) => (a.created < b.created ? 1 : a.created > b.created ? -1 : a.id < b.id ? 1 : -1));
+    const orgToken = await svc.token(['responses:read', 'responses:write'], org);
+    const body = old.map((r) => ({
+      id: r.id, doc_type: 'response', org_id: org, channel_id: survey, respondent_id: survey, respondent_aliases: [],
+      survey_id: survey, scenario_id: survey, language: 'en', locale: 'en-US',
+      question_id_path: 'q', question_correlation_id_path: 'qc', action_id_path: 'a', action_correlation_id_path: 'ac',
+      group_ids: [], hidden_fields: [], emotions: { fear: null, sadness: null, anger: null, joy: null }, answers: [],
+      completion: 'not_started', active: true, end_reason: '', ended_at: '', created_at: r.created, updated_at: r.created, last_answer_at: '',
+    }));
+    expect((await svc.request('POST', '/1.0/survey/response', { token: orgToken, body })).status).to.equal(200);
+    for (const [offset, size] of [[0, 1], [0, 3], [1, 3], [0, 5], [3, 4], [5, 6], [0, 12], [10, 5], [15, 3], [17, 1], [0, 1000]]) {
+      const res = await svc.request('SEARCH', `/1.0/survey/${survey}/response`, { token: orgToken, body: { offset, size } });
+      expect(res.status).to.equal(200);
+      expect(res.body.hits.total.value).to.equal(old.length);
+      expect(res.body.hits.responses.map((r: { id: string }) => r.id), `offset ${offset} size ${size}`).to.deep.equal(expected.slice(offset, offset + size).map((r) => r.id));
+    }
+  });
+
   it('a range that ends in the past: windows before its end, the same pages', async () => {
     const end = new Date(now - 3 * DAY).toISOString();
     const start = new Date(now - 700 * DAY).toISOString();

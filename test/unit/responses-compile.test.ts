@@ -245,10 +245,10 @@ describe('responses: filter compiler', () => {
 
   describe('search', () => {
     const scope = () => ({ orgId: ORG, surveyIds: [U1], filtersBool: 'AND' as const, filters: parseFilters([r('language', 'eq', { value: 'fr' })]) });
-    it('compiles the count with one countIf per window start', () => {
+    it('compiles the count with one countIf per window start, and the newest match', () => {
       const count = compileSearchCount(scope(), ['2024-01-02 00:00:00.000000', '2024-01-01 00:00:00.000000']);
       expect(count.sql).to.equal(
-        "SELECT count() AS total, countIf(created_at >= {p3:DateTime64(6, 'UTC')}) AS w0, countIf(created_at >= {p4:DateTime64(6, 'UTC')}) AS w1 " +
+        "SELECT count() AS total, countIf(created_at >= {p3:DateTime64(6, 'UTC')}) AS w0, countIf(created_at >= {p4:DateTime64(6, 'UTC')}) AS w1, toString(max(created_at)) AS newest " +
           'FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String})',
       );
       expect(count.params).to.deep.equal({ p0: ORG, p1: [U1], p2: 'fr', p3: '2024-01-02 00:00:00.000000', p4: '2024-01-01 00:00:00.000000' });
