@@ -48,6 +48,7 @@ describe('Event reads (HTTP)', () => {
   let userIds: Record<string, string>;
 
   const search = (body: unknown, token = read) => svc.request('SEARCH', '/1.0/event', { token, body });
+  const search_ = (body: unknown) => svc.request('POST', '/1.0/event/search', { token: read, body });
   const aggregate = (body: unknown, token = read) => svc.request('SEARCH', '/1.0/event/aggregation', { token, body });
 
   before(async () => {
@@ -389,6 +390,27 @@ describe('Event reads (HTTP)', () => {
       expect(own.body.hits.total.value).to.equal(FIXTURE.length);
       const byGroup = await search({ size: 100, filters: [{ key: 'group_id', operator: 'eq', value: groupIds.Acme }] });
       expect(byGroup.body.hits.events.every((r: Rec) => all.some((a) => a.event_id === r.event_id))).to.equal(true);
+    });
+  });
+
+  describe('OpenAPI', () => {
+    it('documents the event reads with their scope, request examples and response schemas', async () => {
+      const doc = (await svc.request('GET', '/openapi.json')).body;
+      const search = doc.paths['/1.0/event/search'].post;
+      const aggregation = doc.paths['/1.0/event/aggregation'].post;
+      const profile = doc.paths['/1.0/user/{user_alias}'].get;
+      for (const op of [search, aggregation, profile]) {
+        expect(op['x-scope']).to.equal('events:read');
+        expect(op.responses['200'].content['application/json'].schema.type).to.equal('object');
+        expect(op.responses['200'].content['application/json'].example).to.be.an('object');
+      }
+      expect(search.description).to.match(/SEARCH \/1.0\/event/);
+      expect(search.requestBody.content['application/json'].example.filters).to.be.an('array');
+      expect(aggregation.requestBody.content['application/json'].example.group_by).to.be.an('array');
+      expect(profile.responses).to.have.property('404');
+      // The documented request examples are accepted as they are.
+      expect((await search_(search.requestBody.content['application/json'].example)).status).to.equal(200);
+      expect((await aggregate(aggregation.requestBody.content['application/json'].example)).status).to.equal(200);
     });
   });
 
