@@ -5,7 +5,8 @@
  *   node --import tsx bench/events/run.ts [--events 10M] [--iterations 20] [--data-dir DIR]
  *
  * The data set is seeded once into a persistent DATA_DIR (bench/.data/events-<N>) with
- * `seedEvents` (the `tallyhouse seed --events` generator) and merged (OPTIMIZE FINAL), then reused.
+ * `seedEvents` (the `tallyhouse seed --events` generator), measured with the parts the background
+ * merges leave, then reused.
  * "First run": every iteration moves the range end by one millisecond, so the SQL parameters
  * differ and the 3 s polling cache never answers. The load average is printed with the figures:
  * on a shared machine they measure the contention as much as the service.
@@ -42,13 +43,18 @@ try {
   const stateFile = join(dataDir, 'bench-events.json');
   let state: { orgId: string; now: number } | undefined = existsSync(stateFile) ? JSON.parse(readFileSync(stateFile, 'utf8')) : undefined;
   if (!state) {
-    const orgId = crypto.randomUUID();
+    // A seed cut short (the engine went away on the loaded machine) is resumed: its organization
+    // gets the events it lacks.
+    const [partial] = await (await svc.client.query({ query: 'SELECT toString(org_id) AS org, count() AS c FROM events GROUP BY org_id ORDER BY c DESC LIMIT 1', format: 'JSONEachRow' })).json<{ org: string; c: string }>();
+    const orgId = partial?.org ?? crypto.randomUUID();
+    const missing = events - Number(partial?.c ?? 0);
     const now = Date.now();
-    log(`seeding ${events.toLocaleString('en-US')} events over 90 days into org ${orgId}`);
+    log(`seeding ${missing.toLocaleString('en-US')} events over 90 days into org ${orgId}`);
     const t0 = performance.now();
-    await seedEvents(svc.client, { orgId, events, days: 90, now: new Date(now), onProgress: (d, t) => log(`seed ${d.toLocaleString('en-US')} / ${t.toLocaleString('en-US')}, ${((performance.now() - t0) / 1000).toFixed(0)} s`) });
-    log('OPTIMIZE TABLE events FINAL');
-    await svc.client.command({ query: 'OPTIMIZE TABLE events FINAL', clickhouse_settings: { max_execution_time: 3600 } });
+    if (missing > 0) await seedEvents(svc.client, { orgId, events: missing, days: 90, now: new Date(now), onProgress: (d, t) => log(`seed ${d.toLocaleString('en-US')} / ${t.toLocaleString('en-US')}, ${((performance.now() - t0) / 1000).toFixed(0)} s`) });
+    // No OPTIMIZE FINAL: on the loaded machine it outlived the client's 60 s request timeout;
+    // the parts are measured as the background merges leave them (events is a plain MergeTree:
+    // no FINAL at read time, several parts only add per-part overhead).
     state = { orgId, now };
     writeFileSync(stateFile, JSON.stringify(state));
   }
@@ -65,13 +71,21 @@ try {
   const rows: string[] = [];
   for (const [name, path, body] of cases) {
     const ms: number[] = [];
+    let failed = 0;
     for (let i = 0; i < iterations; i++) {
       const res = await timedRequest(svc.url, 'SEARCH', path, token, body(i));
-      if (res.status !== 200) throw new Error(`${name}: ${res.status} ${res.text.slice(0, 500)}`);
+      // A 503 is the 15 s query limit: counted and reported, the run goes on.
+      if (res.status !== 200) {
+        failed++;
+        log(`${name}: ${res.status} after ${res.ms.toFixed(0)} ms ${res.text.slice(0, 200)}`);
+        continue;
+      }
       ms.push(res.ms);
     }
-    const s = summarize(ms);
-    const line = `${name.padEnd(42)} p50 ${s.p50.toFixed(0).padStart(6)} ms  p95 ${s.p95.toFixed(0).padStart(6)} ms  target ${TARGETS_MS[name]} ms  load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`;
+    const s = ms.length ? summarize(ms) : { p50: NaN, p95: NaN };
+    const line =
+      `${name.padEnd(42)} p50 ${s.p50.toFixed(0).padStart(6)} ms  p95 ${s.p95.toFixed(0).padStart(6)} ms  ${failed ? `${failed} of ${iterations} over 15 s (503)  ` : ''}` +
+      `target ${TARGETS_MS[name]} ms  load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`;
     log(line);
     rows.push(line);
   }
