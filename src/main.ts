@@ -7,6 +7,7 @@ import { CONFIG_KEYS, ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger, type Logger } from './log.ts';
 import { parseSeedArgs } from './seed/args.ts';
 import { runSeedCommand } from './seed/cli.ts';
+import { ROLLUPS_USAGE, parseRollupsArgs, runRollupsCommand } from './responses/rollups/cli.ts';
 import { createApp } from './server/app.ts';
 import { connectSharedLimits } from './server/shared-limits.ts';
 import { features } from './routes.ts';
@@ -17,6 +18,7 @@ const USAGE = `usage: tallyhouse <command>
   migrate                    apply schema/*.sql to the database
   token create|list|revoke   manage API tokens
   seed [--responses N] [--events N] [--org ID] [--surveys S] [--days D]   write synthetic survey responses and events
+  ${ROLLUPS_USAGE}
 
 ${TOKEN_USAGE}
 
@@ -98,6 +100,10 @@ async function main(argv: string[]): Promise<number> {
     case 'seed':
       parseSeedArgs(rest); // a usage error must not start an engine first
       await withDatabase(config, log, (db) => runSeedCommand(db.client(), rest));
+      return 0;
+    case 'rollups':
+      parseRollupsArgs(rest); // a usage error must not start an engine first
+      await withDatabase(config, log, (db) => runRollupsCommand(db.client(), rest, out));
       return 0;
     default:
       throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);

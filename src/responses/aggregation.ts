@@ -47,6 +47,8 @@ import {
 import { formatMicros, parseInstantMicros, planHistogram, truncateTo, type HistogramPlan } from '../query/histogram.ts';
 import { runDashboardQuery } from '../clickhouse/result-cache.ts';
 import { byteOrder, compileRankedRollup, docCountSql as rollupDocCountSql } from '../query/rollup.ts';
+import { isFirstOfLevelSql } from '../query/multi-valued.ts';
+import { filtersServable, grainOf, rawRemainderSql, readPending, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, type GroupColumn, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
 export { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
 import { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
@@ -142,12 +144,53 @@ export interface AggregationRow {
  * level's key is its bucket index), `doc_count` counts distinct responses, `other_doc_count` is the
  * summed doc_count of the siblings beyond the first 100. Only rows under kept ancestors are returned.
  */
-export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[]): CompiledQuery {
+export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupWindow): CompiledQuery {
   const bag = new ParamBag();
   const source = fromScope(scope, bag);
+  if (rollup) {
+    const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
+    return compiled(compileRankedRollup({ ...weightedSource(scope, rules, plans, rollup, source, bag), limit }), bag);
+  }
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
   return compiled(compileRankedRollup({ source, keys, count: docCountSql(rules), limit }), bag);
+}
+
+/**
+ * The grouped source when the rollup answers part of the scope (rollups/read.ts): the same ranked
+ * ROLLUP over a union of weighted rows. Each row carries the level keys u1..un and, per depth d,
+ * the number of responses it stands for in a bucket of that depth (w0..wn):
+ * - raw rows (the part of the scope the rollup does not answer): 1, or the first-value flags of
+ *   docCountSql under a multi-valued level;
+ * - rollup groups: their response count down to the answer level (every depth when there is
+ *   none); their answer key is NULL, so they are in no bucket of that level or below;
+ * - rollup answer counts (of the one answer level's question): their count from that level down.
+ */
+function weightedSource(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupWindow, rawSource: string, bag: ParamBag): { source: string; keys: string[]; count: string } {
+  const n = rules.length;
+  const depths = Array.from({ length: n + 1 }, (_, d) => d);
+  const answerLevel = rules.findIndex((r) => r.kind === 'answer') + 1; // 1-based, 0 when none
+  const weights = (w: (d: number) => string) => depths.map((d) => `toUInt64(${w(d)}) AS w${d}`).join(', ');
+  const keysWith = (answerKey: string) =>
+    rules.map((rule, i) => `${rule.kind === 'answer' ? answerKey : levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
+
+  const sources: string[] = [];
+  const remainder = rawRemainderSql(rollup, bag);
+  if (remainder !== undefined) {
+    const rawKeys = rules.map((rule, i) => `${levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
+    const firstFlags = (d: number) => rules.flatMap((rule, i) => (i + 1 > d && isMultiValued(rule) ? [isFirstOfLevelSql(i + 1)] : []));
+    sources.push(`SELECT ${rawKeys}, ${weights((d) => firstFlags(d).join(' AND ') || '1')} ${rawSource} AND ${remainder}`);
+  }
+  sources.push(`SELECT ${keysWith('CAST(NULL AS Nullable(String))')}, ${weights((d) => (answerLevel === 0 || d < answerLevel ? 'x_rows' : '0'))} FROM (${rollupGroupsSql(scope, rollup, bag, rules.flatMap((r): GroupColumn[] => (r.kind === 'completion' || r.kind === 'end_reason' ? [r.kind] : [])))})`);
+  if (answerLevel > 0) {
+    const rule = rules[answerLevel - 1] as Extract<GroupByRule, { kind: 'answer' }>;
+    sources.push(`SELECT ${keysWith('CAST(answer_value AS Nullable(String))')}, ${weights((d) => (d >= answerLevel ? 'x_rows' : '0'))} FROM (${rollupAnswersSql(scope, rollup, rule.questionId, bag)})`);
+  }
+  return {
+    source: `FROM (${sources.join(' UNION ALL ')})`,
+    keys: rules.map((_, i) => `u${i + 1}`),
+    count: `multiIf(${depths.slice(0, -1).map((d) => `depth = ${d}, sum(w${d})`).join(', ')}, sum(w${n}))`,
+  };
 }
 
 /** doc_count per depth (query/rollup.ts): the hidden_field and answer levels are multi-valued. */
@@ -225,19 +268,22 @@ function normalizeKey(rule: GroupByRule, raw: string | number | null | undefined
 // --- the handler -----------------------------------------------------------------------------------
 
 /** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed scope and rules. */
-export async function aggregate(client: ClickHouseClient, scope: Scope, rules: readonly GroupByRule[]): Promise<AggregationResult> {
+export async function aggregate(client: ClickHouseClient, scope: Scope, rules: readonly GroupByRule[], options: ReadOptions = {}): Promise<AggregationResult> {
   const started = performance.now();
   const run: RunQuery = (q) => runDashboardQuery(client, q, AGGREGATION_SETTINGS);
-  const { plans, rows } = await runAggregation(run, scope, rules);
+  const { plans, rows } = await runAggregation(run, scope, rules, options);
   return shapeAggregation(rules, plans, rows, Math.round(performance.now() - started));
 }
 
 /** The data bounds when a histogram needs them, the plans, then the grouped query. */
-export async function runAggregation(run: RunQuery, scope: Scope, rules: readonly GroupByRule[]): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
+export async function runAggregation(run: RunQuery, scope: Scope, rules: readonly GroupByRule[], options: ReadOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
   const needBounds = fieldsNeedingBounds(rules, scope.range);
   const bounds = needBounds.length ? readBounds(needBounds, (await run<Record<string, string | null>>(compileBounds(scope, needBounds)))[0]) : {};
   const plans = planLevels(rules, scope.range, bounds);
   // The dense series alone (every date bucket under every date bucket) may already be too many.
   if (plans.reduce((n, p) => n * (p ? Math.max(p.starts.length, 1) : 1), 1) > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
-  return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans)) };
+  // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
+  const grain = options.rollups !== false && filtersServable(scope) && rulesServable(rules) ? grainOf(plans) : null;
+  const window = grain ? rollupWindow(scope.range, await readPending(run, scope.orgId), grain) : null;
+  return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans, window ?? undefined)) };
 }

@@ -22,6 +22,8 @@ import { invalid, type Issue } from '../errors.ts';
 import { claimIdentities, storedIdentities, type Identity } from './identity.ts';
 import { apiToDb, toResponseRow, type ResponseRecord } from './record.ts';
 import { dbToApi } from '../time/iso.ts';
+import { withRollupMaintenance } from './rollups/maintain.ts';
+import { hourSlicesOf } from './rollups/slices.ts';
 
 const idLocks = new Map<string, Promise<void>>();
 
@@ -75,14 +77,18 @@ export async function insertResponses(client: ClickHouseClient, orgId: string, r
       const fixed = identity.created_at === apiToDb(record.created_at) ? record : { ...record, created_at: dbToApi(identity.created_at) };
       return toResponseRow(fixed, orgId);
     });
-    await client.insert({
-      table: 'survey_responses',
-      values: rows,
-      format: 'JSONEachRow',
-      // One part per week touched (schema/004 partitions by week): a batch of up to 1000
-      // records spread over years would pass the default limit of 100 partitions.
-      clickhouse_settings: { max_partitions_per_insert_block: '1000' },
-    });
+    // The rollup slices of the rows as stored (created_at fixed above) are recomputed before the
+    // write is acknowledged (rollups/maintain.ts).
+    await withRollupMaintenance(client, org, hourSlicesOf(rows), () =>
+      client.insert({
+        table: 'survey_responses',
+        values: rows,
+        format: 'JSONEachRow',
+        // One part per week touched (schema/004 partitions by week): a batch of up to 1000
+        // records spread over years would pass the default limit of 100 partitions.
+        clickhouse_settings: { max_partitions_per_insert_block: '1000' },
+      }),
+    );
     return rows.length;
   });
 }

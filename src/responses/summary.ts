@@ -19,10 +19,11 @@
  *   may send the search body as is).
  */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
+import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import { QUERY_SETTINGS, fromScope, type Scope } from './compile.ts';
 import { runDashboardQuery } from '../clickhouse/result-cache.ts';
 import { COMPLETION_VALUES } from './filters.ts';
+import { filtersServable, rawRemainderSql, readPending, rollupGroupsSql, rollupWindow, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
 // --- the summary -----------------------------------------------------------------------------------
 
@@ -78,15 +79,25 @@ const countElements = (column: string) => `sumMap(mapFromArrays(${column}, array
  * once the table is merged, but every query pays the FINAL read again, which is the larger cost
  * while a partition holds several parts.
  */
-export function compileSummary(scope: Scope): CompiledQuery {
+export function compileSummary(scope: Scope, rollup?: RollupWindow): CompiledQuery {
   const bag = new ParamBag();
   const source = fromScope(scope, bag);
+  const groupKeys = 'completion, end_reason, language, hf_support';
   // Inner aliases are not column names and not lambda arguments of the filters (ClickHouse
   // resolves aliases in WHERE).
-  const grouped =
-    `SELECT completion, end_reason, language, hf_support, count() AS group_rows, ` +
+  const rawGroups = (remainder: string | undefined) =>
+    `SELECT ${groupKeys}, count() AS group_rows, ` +
     `${countElements('nps_scores')} AS group_nps, ${countElements('csat_scores')} AS group_csat, ${countElements('ces_scores')} AS group_ces ` +
-    `${source} GROUP BY completion, end_reason, language, hf_support`;
+    `${source}${remainder ? ` AND ${remainder}` : ''} GROUP BY ${groupKeys}`;
+  let grouped = rawGroups(undefined);
+  if (rollup) {
+    // The same groups from the rollup (rollups/read.ts), beside the raw rows it does not answer.
+    const fromRollup =
+      `SELECT ${groupKeys}, sum(x_rows) AS group_rows, sumMap(x_nps) AS group_nps, sumMap(x_csat) AS group_csat, sumMap(x_ces) AS group_ces ` +
+      `FROM (${rollupGroupsSql(scope, rollup, bag, ['completion', 'end_reason', 'language', 'hf_support', 'x_nps', 'x_csat', 'x_ces'])}) GROUP BY ${groupKeys}`;
+    const remainder = rawRemainderSql(rollup, bag);
+    grouped = remainder === undefined ? fromRollup : `${rawGroups(remainder)} UNION ALL ${fromRollup}`;
+  }
   const columns = [
     'sumMap(group_nps) AS nps_counts',
     'sumMap(group_csat) AS csat_counts',
@@ -163,7 +174,13 @@ function counts(found: Record<string, number | string> | undefined): Record<stri
 }
 
 /** SEARCH /1.0/survey/<survey_ids>/response/summary, for a parsed scope. */
-export async function summarize(client: ClickHouseClient, scope: Scope): Promise<Summary> {
-  const [row] = await runDashboardQuery<SummaryRow>(client, compileSummary(scope), QUERY_SETTINGS);
-  return shapeSummary(row);
+export async function summarize(client: ClickHouseClient, scope: Scope, options: ReadOptions = {}): Promise<Summary> {
+  const run: RunQuery = (q) => runDashboardQuery(client, q, QUERY_SETTINGS);
+  return shapeSummary((await runSummary(run, scope, options))[0]);
+}
+
+/** The summary row: from the rollup where it answers (rollups/read.ts), the raw table for the rest. */
+export async function runSummary(run: RunQuery, scope: Scope, options: ReadOptions = {}): Promise<SummaryRow[]> {
+  const window = options.rollups !== false && filtersServable(scope) ? rollupWindow(scope.range, await readPending(run, scope.orgId), 'month') : null;
+  return run<SummaryRow>(compileSummary(scope, window ?? undefined));
 }

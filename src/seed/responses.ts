@@ -7,7 +7,9 @@ import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { availableParallelism } from 'node:os';
 import { planParams, planSurveys } from './plan.ts';
 import { SEED_IDS_SQL, SEED_INSERT_SQL } from './sql.ts';
-import { formatDb, fromMillis } from '../time/iso.ts';
+import { formatDb, fromMillis, parseInstantMicros } from '../time/iso.ts';
+import { MICROS_PER_DAY } from '../query/histogram.ts';
+import { withOrgMaintenance } from '../responses/rollups/maintain.ts';
 
 export interface SeedOptions {
   orgId: string;
@@ -98,23 +100,30 @@ export async function seedResponses(client: ClickHouseClient, options: SeedOptio
 
   const started = performance.now();
   let done = 0;
-  // Chunks grow to about CHUNK_TARGET_SECONDS each.
-  let chunk = Math.min(FIRST_CHUNK_ROWS, responses);
-  while (done < responses) {
-    const count = Math.min(chunk, responses - done);
-    const t0 = performance.now();
-    // Identities first (schema/030): a chunk whose rows fail after them leaves identities that a
-    // rerun of the same chunk agrees with; rows without their identity could be stored twice.
-    await client.command({ query: SEED_IDS_SQL, query_params: { ...base, start: done, count }, clickhouse_settings: SEED_SETTINGS });
-    await client.command({
-      query: SEED_INSERT_SQL,
-      query_params: { ...base, start: done, count },
-      clickhouse_settings: SEED_SETTINGS,
-    });
-    done += count;
-    onProgress?.(done, responses);
-    const rowsPerSecond = count / Math.max((performance.now() - t0) / 1000, 0.001);
-    chunk = Math.max(FIRST_CHUNK_ROWS, Math.min(MAX_CHUNK_ROWS, Math.round((rowsPerSecond * CHUNK_TARGET_SECONDS) / 50_000) * 50_000));
-  }
+  const writeChunks = async () => {
+    // Chunks grow to about CHUNK_TARGET_SECONDS each.
+    let chunk = Math.min(FIRST_CHUNK_ROWS, responses);
+    while (done < responses) {
+      const count = Math.min(chunk, responses - done);
+      const t0 = performance.now();
+      // Identities first (schema/030): a chunk whose rows fail after them leaves identities that a
+      // rerun of the same chunk agrees with; rows without their identity could be stored twice.
+      await client.command({ query: SEED_IDS_SQL, query_params: { ...base, start: done, count }, clickhouse_settings: SEED_SETTINGS });
+      await client.command({
+        query: SEED_INSERT_SQL,
+        query_params: { ...base, start: done, count },
+        clickhouse_settings: SEED_SETTINGS,
+      });
+      done += count;
+      onProgress?.(done, responses);
+      const rowsPerSecond = count / Math.max((performance.now() - t0) / 1000, 0.001);
+      chunk = Math.max(FIRST_CHUNK_ROWS, Math.min(MAX_CHUNK_ROWS, Math.round((rowsPerSecond * CHUNK_TARGET_SECONDS) / 50_000) * 50_000));
+    }
+  };
+  // The whole org is marked pending (read from the raw table) while the chunks are written, then
+  // every rollup slice of the created_at window (within the `days` calendar days up to `now`) is
+  // recomputed: src/responses/rollups/maintain.ts.
+  const windowEnd = parseInstantMicros(now.toISOString())! + 1n;
+  await withOrgMaintenance(client, orgId.toLowerCase(), writeChunks, { from: windowEnd - BigInt(days + 1) * MICROS_PER_DAY, to: windowEnd });
   return { inserted: done, seconds: (performance.now() - started) / 1000, surveyIds: plan.map((s) => s.id) };
 }

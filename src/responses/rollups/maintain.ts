@@ -1,0 +1,255 @@
+/**
+ * Rollup maintenance (schema/020-survey-rollups.sql): mark the touched hour slices pending, write,
+ * recompute the slices from survey_responses FINAL, clear the marks. Every write path goes through
+ * here: the API writer (store.ts, withRollupMaintenance), `tallyhouse seed` and
+ * `tallyhouse rollups rebuild` (recomputeOrgRange, with the org-wide mark). Deletions (issue 15)
+ * call withRollupMaintenance the same way: recomputing a slice is correct whatever changed in it.
+ */
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
+import { ORG_SENTINEL, sliceOf, sliceRanges, sliceStartSql, type HourSlice, type Span } from './slices.ts';
+
+const DT = "DateTime64(6, 'UTC')";
+/**
+ * Slices recomputed per statement: bounds the parameters and the memory of one GROUP BY. A write
+ * batch (at most 1000 records) is one statement per span.
+ */
+const SLICES_PER_STATEMENT = 1000;
+/**
+ * Up to this many ranges are OR-ed for the primary key; past it, one [min, max) range. 1000 OR-ed
+ * ranges (a batch spread over months) made the key analysis itself the cost: a 1000-record batch
+ * over 90 days of a 1M org did not finish its recompute in 74 s, and a 10-year seed timed out.
+ */
+const MAX_KEY_RANGES = 64;
+
+const MAINTENANCE_SETTINGS: ClickHouseSettings = {
+  // Far beyond what one chunk of slices takes; a recompute that fails leaves its slices pending
+  // (read from the raw table), never wrong.
+  max_execution_time: 300,
+  // One rollup part per statement: the table is not partitioned.
+  max_partitions_per_insert_block: '1000',
+};
+
+const GROUP_DIMS = ['channel_id', 'completion', 'end_reason', 'language'] as const;
+const countScores = (column: string) => `sumMap(mapFromArrays(${column}, arrayMap(x -> toUInt64(1), ${column})))`;
+const ROLLUP_COLUMNS = [
+  'g_channel_id', 'g_completion', 'g_end_reason', 'g_language', 'g_support', 'g_responses', 'g_nps', 'g_csat', 'g_ces',
+  'a_channel_id', 'a_completion', 'a_end_reason', 'a_language', 'a_question_id', 'a_value', 'a_responses',
+] as const;
+
+/**
+ * `(x >= a AND x < b) OR ...` over the ranges, or one [min, max) when there are many. The bounds
+ * travel as two array parameters (one form field each: the engine refuses a request with more
+ * than ~1000 fields); an element of a parameter is a constant, which the primary key can use.
+ */
+function rangesSql(column: string, ranges: [bigint, bigint][], params: Record<string, unknown>): string {
+  const used = ranges.length <= MAX_KEY_RANGES ? ranges : [[ranges[0][0], ranges[ranges.length - 1][1]] as [bigint, bigint]];
+  params.range_from = used.map(([from]) => formatDbMicros(from));
+  params.range_to = used.map(([, to]) => formatDbMicros(to));
+  return '(' + used.map((_, i) =>
+    `(${column} >= {range_from:Array(${DT})}[${i + 1}] AND ${column} < {range_to:Array(${DT})}[${i + 1}])`).join(' OR ') + ')';
+}
+
+/** The target slices as a relation (survey_id, start), from the parameters `surveys` and `starts`. */
+const SLICES_SQL = `SELECT tupleElement(t, 1) AS survey_id, tupleElement(t, 2) AS start FROM (SELECT arrayJoin(arrayZip({surveys:Array(UUID)}, {starts:Array(${DT})})) AS t)`;
+
+/**
+ * One rollup row per target slice; slices with no response get empty arrays (the LEFT JOIN's
+ * defaults), which replaces whatever the slice held before.
+ */
+function upsertSql(span: Span, groups: string, answers: string): string {
+  const picked = ROLLUP_COLUMNS.map((c) => (c.startsWith('g_') ? `g.${c}` : `a.${c}`));
+  return (
+    `INSERT INTO survey_rollup (org_id, span, survey_id, start, version, ${ROLLUP_COLUMNS.join(', ')}) ` +
+    `SELECT {org:UUID}, '${span}', s.survey_id, s.start, now64(9, 'UTC'), ${picked.join(', ')} ` +
+    `FROM (${SLICES_SQL}) AS s ` +
+    `LEFT JOIN (${groups}) AS g ON g.survey_id = s.survey_id AND g.start = s.start ` +
+    `LEFT JOIN (${answers}) AS a ON a.survey_id = s.survey_id AND a.start = s.start`
+  );
+}
+
+const groupArrays = (pairs: [string, string][]) => pairs.map(([from, to]) => `groupArray(${from}) AS ${to}`).join(', ');
+
+/** Hour slices from the deduplicated responses. */
+export function recomputeHoursSql(ranges: [bigint, bigint][]): { sql: string; params: Record<string, unknown> } {
+  const params: Record<string, unknown> = {};
+  const hour = sliceStartSql('hour', 'created_at');
+  const where =
+    `org_id = {org:UUID} AND survey_id IN {surveys:Array(UUID)} AND ${rangesSql('created_at', ranges, params)} ` +
+    `AND (survey_id, ${hour}) IN (${SLICES_SQL})`;
+  const dims = GROUP_DIMS.join(', ');
+  const groups =
+    `SELECT survey_id, slice_start AS start, ` +
+    groupArrays([['channel_id', 'g_channel_id'], ['completion', 'g_completion'], ['end_reason', 'g_end_reason'], ['language', 'g_language'],
+      ['hf_support', 'g_support'], ['n', 'g_responses'], ['nps', 'g_nps'], ['csat', 'g_csat'], ['ces', 'g_ces']]) +
+    ` FROM (SELECT survey_id, ${hour} AS slice_start, ${dims}, hf_support, count() AS n, ` +
+    `${countScores('nps_scores')} AS nps, ${countScores('csat_scores')} AS csat, ${countScores('ces_scores')} AS ces ` +
+    `FROM survey_responses FINAL WHERE ${where} GROUP BY survey_id, slice_start, ${dims}, hf_support) GROUP BY survey_id, slice_start`;
+  // Each distinct (question, value) of a response once: the aggregation's answer buckets count responses.
+  const answers =
+    `SELECT survey_id, slice_start AS start, ` +
+    groupArrays([['channel_id', 'a_channel_id'], ['completion', 'a_completion'], ['end_reason', 'a_end_reason'], ['language', 'a_language'],
+      ['question_id', 'a_question_id'], ['value', 'a_value'], ['n', 'a_responses']]) +
+    ` FROM (SELECT survey_id, ${hour} AS slice_start, ${dims}, tupleElement(qv, 1) AS question_id, tupleElement(qv, 2) AS value, count() AS n ` +
+    `FROM survey_responses FINAL ARRAY JOIN arrayDistinct(arrayZip(CAST(ans_question_ids, 'Array(String)'), ans_values)) AS qv ` +
+    `WHERE ${where} GROUP BY survey_id, slice_start, ${dims}, question_id, value) GROUP BY survey_id, slice_start`;
+  return { sql: upsertSql('hour', groups, answers), params };
+}
+
+/** Day slices from their hour rows, month slices from their day rows (not from the responses). */
+export function recomputeFromBelowSql(span: 'day' | 'month', ranges: [bigint, bigint][]): { sql: string; params: Record<string, unknown> } {
+  const params: Record<string, unknown> = {};
+  const day = sliceStartSql(span, 'start');
+  const where =
+    `org_id = {org:UUID} AND span = '${span === 'day' ? 'hour' : 'day'}' AND survey_id IN {surveys:Array(UUID)} AND ${rangesSql('start', ranges, params)} ` +
+    `AND (survey_id, ${day}) IN (${SLICES_SQL})`;
+  const dims = GROUP_DIMS.join(', ');
+  const groups =
+    `SELECT survey_id, slice_start AS start, ` +
+    groupArrays([['channel_id', 'g_channel_id'], ['completion', 'g_completion'], ['end_reason', 'g_end_reason'], ['language', 'g_language'],
+      ['support', 'g_support'], ['n', 'g_responses'], ['nps', 'g_nps'], ['csat', 'g_csat'], ['ces', 'g_ces']]) +
+    ` FROM (SELECT survey_id, ${day} AS slice_start, ${dims}, support, sum(x_n) AS n, sumMap(x_nps) AS nps, sumMap(x_csat) AS csat, sumMap(x_ces) AS ces ` +
+    `FROM survey_rollup FINAL ARRAY JOIN g_channel_id AS channel_id, g_completion AS completion, g_end_reason AS end_reason, ` +
+    `g_language AS language, g_support AS support, g_responses AS x_n, g_nps AS x_nps, g_csat AS x_csat, g_ces AS x_ces ` +
+    `WHERE ${where} GROUP BY survey_id, slice_start, ${dims}, support) GROUP BY survey_id, slice_start`;
+  const answers =
+    `SELECT survey_id, slice_start AS start, ` +
+    groupArrays([['channel_id', 'a_channel_id'], ['completion', 'a_completion'], ['end_reason', 'a_end_reason'], ['language', 'a_language'],
+      ['question_id', 'a_question_id'], ['value', 'a_value'], ['n', 'a_responses']]) +
+    ` FROM (SELECT survey_id, ${day} AS slice_start, ${dims}, question_id, value, sum(x_n) AS n ` +
+    `FROM survey_rollup FINAL ARRAY JOIN a_channel_id AS channel_id, a_completion AS completion, a_end_reason AS end_reason, ` +
+    `a_language AS language, a_question_id AS question_id, a_value AS value, a_responses AS x_n ` +
+    `WHERE ${where} GROUP BY survey_id, slice_start, ${dims}, question_id, value) GROUP BY survey_id, slice_start`;
+  return { sql: upsertSql(span, groups, answers), params };
+}
+
+async function runChunked(client: ClickHouseClient, orgId: string, slices: readonly HourSlice[], span: Span,
+  build: (ranges: [bigint, bigint][]) => { sql: string; params: Record<string, unknown> }): Promise<void> {
+  // In time order, so that each chunk reads one band of created_at.
+  const sorted = [...slices].sort((a, b) => (a.hour < b.hour ? -1 : a.hour > b.hour ? 1 : a.surveyId < b.surveyId ? -1 : 1));
+  for (let i = 0; i < sorted.length; i += SLICES_PER_STATEMENT) {
+    const chunk = sorted.slice(i, i + SLICES_PER_STATEMENT);
+    const { sql, params } = build(sliceRanges(span, chunk.map((s) => s.hour)));
+    await client.command({
+      query: sql,
+      query_params: {
+        ...params,
+        org: orgId,
+        surveys: chunk.map((s) => s.surveyId),
+        starts: chunk.map((s) => formatDbMicros(s.hour)),
+      },
+      clickhouse_settings: MAINTENANCE_SETTINGS,
+    });
+  }
+}
+
+/** The distinct slices of `span` holding these hour slices. */
+function parents(slices: readonly HourSlice[], span: Span): HourSlice[] {
+  const out = new Map<string, HourSlice>();
+  for (const s of slices) {
+    const parent = { surveyId: s.surveyId, hour: sliceOf(span, s.hour)[0] };
+    out.set(`${parent.surveyId}/${parent.hour}`, parent);
+  }
+  return [...out.values()];
+}
+
+/**
+ * Recomputes these hour slices and the days and months that hold them, from the stored responses:
+ * after it returns, the rollup holds what survey_responses FINAL held when it started. The entry
+ * point for every change of stored responses (writes, deletions): idempotent, any number of times.
+ */
+export async function recomputeSlices(client: ClickHouseClient, orgId: string, slices: readonly HourSlice[]): Promise<void> {
+  if (slices.length === 0) return;
+  await runChunked(client, orgId, slices, 'hour', recomputeHoursSql);
+  await runChunked(client, orgId, parents(slices, 'day'), 'day', (ranges) => recomputeFromBelowSql('day', ranges));
+  await runChunked(client, orgId, parents(slices, 'month'), 'month', (ranges) => recomputeFromBelowSql('month', ranges));
+}
+
+async function addPending(client: ClickHouseClient, orgId: string, slices: readonly HourSlice[], delta: 1 | -1): Promise<void> {
+  await client.insert({
+    table: 'survey_rollup_pending',
+    values: slices.map((s) => ({ org_id: orgId, survey_id: s.surveyId, hour: formatDbMicros(s.hour), pending: delta })),
+    format: 'JSONEachRow',
+  });
+}
+
+/**
+ * Runs `write` (which changes responses of these hour slices only) so that the rollup stays exact:
+ * the slices are marked pending (read from the raw table) before it, recomputed after it, and
+ * unmarked once recomputed. When `write` or the recompute fails, the marks stay and readers use
+ * the raw table for those slices until `tallyhouse rollups rebuild`; the error is rethrown.
+ */
+export async function withRollupMaintenance<T>(client: ClickHouseClient, orgId: string, slices: readonly HourSlice[], write: () => Promise<T>): Promise<T> {
+  if (slices.length === 0) return write();
+  await addPending(client, orgId, slices, 1);
+  const result = await write();
+  await recomputeSlices(client, orgId, slices);
+  await addPending(client, orgId, slices, -1);
+  return result;
+}
+
+/** The hour slices of the org in [from, to), found in the responses or in the rollup (a slice may have emptied). */
+async function slicesIn(client: ClickHouseClient, orgId: string, from: bigint | null, to: bigint | null): Promise<HourSlice[]> {
+  const params: Record<string, unknown> = { org: orgId };
+  const bounds = (column: string) => {
+    const parts: string[] = [];
+    if (from !== null) { params.from = formatDbMicros(from); parts.push(`${column} >= {from:${DT}}`); }
+    if (to !== null) { params.to = formatDbMicros(to); parts.push(`${column} < {to:${DT}}`); }
+    return parts.map((p) => ` AND ${p}`).join('');
+  };
+  const rs = await client.query({
+    // No FINAL: every version of a response is in the same slice (survey and created_at are fixed).
+    query:
+      `SELECT toString(survey_id) AS s, toString(h) AS h FROM (` +
+      `SELECT DISTINCT survey_id, ${sliceStartSql('hour', 'created_at')} AS h FROM survey_responses WHERE org_id = {org:UUID}${bounds('created_at')} ` +
+      `UNION DISTINCT SELECT survey_id, start AS h FROM survey_rollup WHERE org_id = {org:UUID} AND span = 'hour'${bounds('start')})`,
+    query_params: params,
+    format: 'JSONEachRow',
+    clickhouse_settings: MAINTENANCE_SETTINGS,
+  });
+  return (await rs.json<{ s: string; h: string }>()).map((r) => ({ surveyId: r.s, hour: parseInstantMicros(r.h)! }));
+}
+
+/**
+ * Recomputes every slice of the org in [from, to) (null: unbounded) while the whole org is marked
+ * pending. For writers that change many slices at once (`seed`) and for recovery (`rebuild`).
+ */
+export async function withOrgMaintenance<T>(client: ClickHouseClient, orgId: string, write: () => Promise<T>, range: { from: bigint | null; to: bigint | null }): Promise<T> {
+  await addPending(client, orgId, [ORG_SENTINEL], 1);
+  const result = await write();
+  await recomputeSlices(client, orgId, await slicesIn(client, orgId, range.from, range.to));
+  await addPending(client, orgId, [ORG_SENTINEL], -1);
+  return result;
+}
+
+/**
+ * Recovery: recompute every slice of the org, then clear every pending mark of the org, including
+ * those left by interrupted writes. A write in flight during a rebuild may see its own mark
+ * cleared and end at -1: its slices then stay on the raw table (correct, slower) until the next
+ * rebuild, which is why it is meant for when writes are stopped or after a crash.
+ */
+export async function rebuildOrg(client: ClickHouseClient, orgId: string): Promise<{ slices: number }> {
+  let count = 0;
+  await withOrgMaintenance(client, orgId, async () => {
+    count = (await slicesIn(client, orgId, null, null)).length;
+  }, { from: null, to: null });
+  await client.command({
+    query:
+      `INSERT INTO survey_rollup_pending (org_id, survey_id, hour, pending) ` +
+      `SELECT org_id, survey_id, hour, -sum(pending) FROM survey_rollup_pending WHERE org_id = {org:UUID} GROUP BY org_id, survey_id, hour HAVING sum(pending) != 0`,
+    query_params: { org: orgId },
+    clickhouse_settings: MAINTENANCE_SETTINGS,
+  });
+  return { slices: count };
+}
+
+/** Every org with responses, rollups or pending marks. */
+export async function allOrgs(client: ClickHouseClient): Promise<string[]> {
+  const rs = await client.query({
+    query:
+      'SELECT DISTINCT toString(org_id) AS o FROM (SELECT DISTINCT org_id FROM survey_responses UNION ALL ' +
+      'SELECT DISTINCT org_id FROM survey_rollup UNION ALL SELECT DISTINCT org_id FROM survey_rollup_pending) ORDER BY o',
+    format: 'JSONEachRow',
+  });
+  return (await rs.json<{ o: string }>()).map((r) => r.o);
+}

@@ -1,0 +1,236 @@
+/**
+ * The read side of the rollups (schema/020-survey-rollups.sql): which part of a request's scope
+ * is answered from survey_rollup, and the SQL of both parts.
+ *
+ * A request is rollup-served when its filters only test columns the rollup groups by
+ * (completion, language, channel_id: any operator, AND or OR) and, for an aggregation, when its
+ * rules are completion, survey_id, end_reason, created_at histograms whose buckets start on whole
+ * hours, and at most one `answer` level. Its created_at range [start, end] (µs, end inclusive)
+ * is then cut in three:
+ *   - the whole UTC calendar months inside it: month rows (when every date level's buckets are
+ *     whole months);
+ *   - the other whole UTC days: day rows (when every date level's buckets start on whole days);
+ *   - the other whole hours: hour rows;
+ *   - the partial hours at both ends: survey_responses, as before.
+ * A slice whose maintenance is pending (a write in flight or interrupted) is read from
+ * survey_responses instead, its day and month from their other hours and days; with the whole org pending (seed,
+ * rebuild) or too many pending slices, the request reads survey_responses alone.
+ */
+import type { ParamBag, RunQuery } from '../../clickhouse/sql.ts';
+import { compiled } from '../../clickhouse/sql.ts';
+import type { Scope } from '../compile.ts';
+import { compileFilter } from '../compile.ts';
+import type { FilterNode } from '../filters.ts';
+import type { GroupByRule } from '../group-by.ts';
+import type { HistogramPlan } from '../../query/histogram.ts';
+import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
+import { MICROS_PER_DAY, MICROS_PER_HOUR, ORG_SENTINEL, ceilMonth, ceilTo, floorMonth, floorTo, sliceOf, sliceStartSql, type HourSlice, type Span } from './slices.ts';
+
+const DT = "DateTime64(6, 'UTC')";
+
+export interface ReadOptions {
+  /** false: read survey_responses only (the reference the property tests compare the rollup with). */
+  rollups?: boolean;
+}
+/** Past this many pending slices, the request reads survey_responses alone. */
+export const MAX_PENDING_SLICES = 500;
+
+/** Filter keys whose every operator the rollup groups can answer. */
+const ROLLUP_FILTER_KINDS: ReadonlySet<FilterNode['kind']> = new Set(['completion', 'language', 'channel_id']);
+
+export function filtersServable(scope: Scope): boolean {
+  return scope.filters.every((f) => ROLLUP_FILTER_KINDS.has(f.kind));
+}
+
+/** Rules the rollup answers: no hidden field, no ended_at / last_activity_at, at most one answer level. */
+export function rulesServable(rules: readonly GroupByRule[]): boolean {
+  let answers = 0;
+  for (const r of rules) {
+    if (r.kind === 'hidden_field') return false;
+    if (r.kind === 'date' && r.field !== 'created_at') return false;
+    if (r.kind === 'answer') answers++;
+  }
+  return answers <= 1;
+}
+
+/**
+ * The coarsest slice every date level's buckets are made of: 'month' when each bucket starts on
+ * the first of a UTC month (and steps by months), 'day' on a UTC day, 'hour' on an hour; null when
+ * a bucket starts inside an hour (then no slice fits). No date level: 'month'.
+ */
+export function grainOf(plans: readonly (HistogramPlan | undefined)[]): Span | null {
+  let grain: Span = 'month';
+  const finer = (g: Span) => {
+    if (g === 'hour' || (g === 'day' && grain === 'month')) grain = g;
+  };
+  for (const p of plans) {
+    if (!p || p.starts.length === 0) continue;
+    if (p.start % MICROS_PER_HOUR !== 0n) return null;
+    if (p.unit === 'month' && floorMonth(p.start) === p.start) continue;
+    const step = p.unit === 'hour' ? BigInt(p.k) * MICROS_PER_HOUR : MICROS_PER_DAY;
+    finer(p.start % MICROS_PER_DAY !== 0n || step % MICROS_PER_DAY !== 0n ? 'hour' : 'day');
+  }
+  return grain;
+}
+
+export interface Pending {
+  org: boolean;
+  slices: HourSlice[];
+}
+
+/** The slices whose maintenance is pending for the org: one small query on a table of in-flight marks. */
+export async function readPending(run: RunQuery, orgId: string): Promise<Pending> {
+  const rows = await run<{ s: string; h: string }>(compiled(
+    'SELECT toString(survey_id) AS s, toString(hour) AS h FROM survey_rollup_pending WHERE org_id = {org:UUID} ' +
+      `GROUP BY survey_id, hour HAVING sum(pending) != 0 LIMIT ${MAX_PENDING_SLICES + 1}`,
+    { org: orgId },
+  ));
+  const slices = rows.map((r) => ({ surveyId: r.s, hour: parseInstantMicros(r.h)! }));
+  const org = slices.length > MAX_PENDING_SLICES || slices.some((s) => s.surveyId === ORG_SENTINEL.surveyId && s.hour === ORG_SENTINEL.hour);
+  return { org, slices: org ? [] : slices };
+}
+
+/** Which rows answer what: null bounds are unbounded; each level answers inside the one before. */
+export interface RollupWindow {
+  /** Whole hours [hourFrom, hourTo) come from the rollup; created_at outside them from the raw table. */
+  hourFrom: bigint | null;
+  hourTo: bigint | null;
+  /** Whether day rows serve the whole days [dayFrom, dayTo) (else hour rows do). */
+  days: boolean;
+  dayFrom: bigint | null;
+  dayTo: bigint | null;
+  /** Whether month rows serve the whole months [monthFrom, monthTo) (else day rows do). */
+  months: boolean;
+  monthFrom: bigint | null;
+  monthTo: bigint | null;
+  pending: HourSlice[];
+  pendingDays: HourSlice[];
+  pendingMonths: HourSlice[];
+}
+
+const nonEmpty = (from: bigint | null, to: bigint | null) => from === null || to === null || from < to;
+
+/** Pure: the window for the scope's range, or null when the rollup cannot serve any of it. */
+export function rollupWindow(range: Scope['range'], pending: Pending, grain: Span): RollupWindow | null {
+  if (pending.org) return null;
+  const start = range?.start !== undefined ? parseInstantMicros(range.start) : null;
+  const end = range?.end !== undefined ? parseInstantMicros(range.end) : null;
+  const hourFrom = start === null ? null : ceilTo(start, MICROS_PER_HOUR);
+  const hourTo = end === null ? null : floorTo(end + 1n, MICROS_PER_HOUR);
+  if (!nonEmpty(hourFrom, hourTo)) return null;
+  const dayFrom = hourFrom === null ? null : ceilTo(hourFrom, MICROS_PER_DAY);
+  const dayTo = hourTo === null ? null : floorTo(hourTo, MICROS_PER_DAY);
+  const days = grain !== 'hour' && nonEmpty(dayFrom, dayTo);
+  const monthFrom = dayFrom === null ? null : ceilMonth(dayFrom);
+  const monthTo = dayTo === null ? null : floorMonth(dayTo);
+  const months = days && grain === 'month' && nonEmpty(monthFrom, monthTo);
+  return {
+    hourFrom, hourTo, days, dayFrom, dayTo, months, monthFrom, monthTo,
+    pending: pending.slices, pendingDays: parentsOf(pending.slices, 'day'), pendingMonths: parentsOf(pending.slices, 'month'),
+  };
+}
+
+function parentsOf(slices: readonly HourSlice[], span: Span): HourSlice[] {
+  const out = new Map<string, HourSlice>();
+  for (const s of slices) {
+    const p = { surveyId: s.surveyId, hour: sliceOf(span, s.hour)[0] };
+    out.set(`${p.surveyId}/${p.hour}`, p);
+  }
+  return [...out.values()];
+}
+
+const dt = (bag: ParamBag, t: bigint) => bag.add(formatDbMicros(t), DT);
+const sliceSet = (bag: ParamBag, slices: readonly HourSlice[]) =>
+  `(SELECT arrayJoin(arrayZip(${bag.add(slices.map((s) => s.surveyId), 'Array(UUID)')}, ${bag.add(slices.map((s) => formatDbMicros(s.hour)), `Array(${DT})`)})))`;
+
+/**
+ * The extra condition on survey_responses (ANDed to the scope): the created_at the rollup does not
+ * answer. undefined when the rollup answers all of the scope (no raw rows needed).
+ */
+export function rawRemainderSql(w: RollupWindow, bag: ParamBag): string | undefined {
+  const parts: string[] = [];
+  if (w.hourFrom !== null) parts.push(`created_at < ${dt(bag, w.hourFrom)}`);
+  if (w.hourTo !== null) parts.push(`created_at >= ${dt(bag, w.hourTo)}`);
+  for (const s of w.pending) {
+    // Ranges the primary key can use, one per pending slice (at most MAX_PENDING_SLICES).
+    parts.push(`(survey_id = ${bag.add(s.surveyId, 'UUID')} AND created_at >= ${dt(bag, s.hour)} AND created_at < ${dt(bag, s.hour + MICROS_PER_HOUR)})`);
+  }
+  return parts.length ? `(${parts.join(' OR ')})` : undefined;
+}
+
+/**
+ * The WHERE of the rollup rows that answer the window: org, surveys, then per span the slices
+ * inside the range that no coarser slice answers (a slice is answered by its parent unless the
+ * parent holds a pending hour).
+ */
+function rollupWhere(scope: Scope, w: RollupWindow, bag: ParamBag): string {
+  const head = [`org_id = ${bag.add(scope.orgId, 'UUID')}`];
+  if (scope.surveyIds !== '*') head.push(`survey_id IN ${bag.add(scope.surveyIds, 'Array(UUID)')}`);
+  const within = (from: bigint | null, to: bigint | null) =>
+    [...(from !== null ? [`start >= ${dt(bag, from)}`] : []), ...(to !== null ? [`start < ${dt(bag, to)}`] : [])];
+  /** Not answered by the parent span: outside its range, or in a pending parent. */
+  const notInParent = (from: bigint | null, to: bigint | null, parent: Span, pendingParents: readonly HourSlice[]) => {
+    const outside = [...(from !== null ? [`start < ${dt(bag, from)}`] : []), ...(to !== null ? [`start >= ${dt(bag, to)}`] : [])];
+    if (pendingParents.length) outside.push(`(survey_id, ${sliceStartSql(parent, 'start')}) IN ${sliceSet(bag, pendingParents)}`);
+    return outside.length ? `(${outside.join(' OR ')})` : 'false';
+  };
+  const level = (span: Span, from: bigint | null, to: bigint | null, pending: readonly HourSlice[], parent?: [bigint | null, bigint | null, Span, readonly HourSlice[]]) => {
+    const parts = [`span = '${span}'`, ...within(from, to)];
+    if (pending.length) parts.push(`(survey_id, start) NOT IN ${sliceSet(bag, pending)}`);
+    if (parent) parts.push(notInParent(...parent));
+    return `(${parts.join(' AND ')})`;
+  };
+  const branches = [level('hour', w.hourFrom, w.hourTo, w.pending, w.days ? [w.dayFrom, w.dayTo, 'day', w.pendingDays] : undefined)];
+  if (w.days) branches.push(level('day', w.dayFrom, w.dayTo, w.pendingDays, w.months ? [w.monthFrom, w.monthTo, 'month', w.pendingMonths] : undefined));
+  if (w.months) branches.push(level('month', w.monthFrom, w.monthTo, w.pendingMonths));
+  return `${head.join(' AND ')} AND (${branches.join(' OR ')})`;
+}
+
+/** The scope's filters over the rollup's group columns (filtersServable must hold). */
+function filtersSql(scope: Scope, bag: ParamBag): string {
+  if (scope.filters.length === 0) return '';
+  const joiner = scope.filtersBool === 'OR' ? ' OR ' : ' AND ';
+  return ` AND (${scope.filters.map((f) => compileFilter(f, bag)).join(joiner)})`;
+}
+
+/** The group arrays, by the name their elements take (as in survey_responses). */
+const GROUP_ARRAYS = {
+  channel_id: 'g_channel_id', completion: 'g_completion', end_reason: 'g_end_reason', language: 'g_language',
+  hf_support: 'g_support', x_rows: 'g_responses', x_nps: 'g_nps', x_csat: 'g_csat', x_ces: 'g_ces',
+} as const;
+export type GroupColumn = keyof typeof GROUP_ARRAYS;
+
+/** The group columns the scope's filters test (filtersServable holds: completion, language, channel_id). */
+const filterColumns = (scope: Scope): GroupColumn[] => scope.filters.map((f) => f.kind as GroupColumn);
+
+/**
+ * Response groups of the rollup rows in the window, one row per group with the columns named as
+ * in survey_responses (created_at is the slice's start): survey_id, created_at, and of channel_id,
+ * completion, end_reason, language, hf_support and the counts x_rows, x_nps, x_csat, x_ces those
+ * asked for. Only those arrays are expanded: expanding all of them cost 3x (1M responses, 18 days
+ * of day rows: 134 -> 42 ms of engine CPU).
+ */
+export function rollupGroupsSql(scope: Scope, w: RollupWindow, bag: ParamBag, columns: readonly GroupColumn[]): string {
+  const used = [...new Set<GroupColumn>(['x_rows', ...columns, ...filterColumns(scope)])];
+  return (
+    `SELECT survey_id, start AS created_at, ${used.join(', ')} ` +
+    `FROM survey_rollup FINAL ARRAY JOIN ${used.map((c) => `${GROUP_ARRAYS[c]} AS ${c}`).join(', ')} ` +
+    `WHERE ${rollupWhere(scope, w, bag)}${filtersSql(scope, bag)}`
+  );
+}
+
+/** Answer counts of one question in the window: survey_id, created_at, the group columns, answer_value, x_rows. */
+export function rollupAnswersSql(scope: Scope, w: RollupWindow, questionId: string, bag: ParamBag): string {
+  // Only the entries of that question are expanded (a slice holds the answers of every question):
+  // each array is filtered alike, without capturing a column in a lambda (the engine would copy
+  // the captured array once per element) and without indexing after the ARRAY JOIN (each row
+  // would carry the whole array).
+  const q = bag.add(questionId, 'String');
+  const only = (column: string) => `arrayFilter((x, q) -> q = ${q}, ${column}, a_question_id)`;
+  const joined = [['a_channel_id', 'channel_id'], ['a_completion', 'completion'], ['a_end_reason', 'end_reason'], ['a_language', 'language'], ['a_value', 'answer_value'], ['a_responses', 'x_rows']]
+    .map(([column, name]) => `${only(column)} AS ${name}`).join(', ');
+  return (
+    'SELECT survey_id, start AS created_at, channel_id, completion, end_reason, language, answer_value, x_rows ' +
+    `FROM survey_rollup FINAL ARRAY JOIN ${joined} WHERE ${rollupWhere(scope, w, bag)}${filtersSql(scope, bag)}`
+  );
+}
