@@ -6,7 +6,7 @@ import { defineRoute, type Feature } from '../server/route.ts';
 import { GroupCommitter } from './group-commit.ts';
 import { MAX_EVENT_BATCH_BYTES } from './limits.ts';
 import { encodeEventChunk, EventChunk, insertOnce } from './message-ids.ts';
-import { eventBatchSchema, parseEventBatch, type ParsedEvent } from './schema.ts';
+import { eventBatchSchema, ingestResultSchema, parseEventBatch, type ParsedEvent } from './schema.ts';
 
 export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> {
   const { ingest } = deps.config;
@@ -76,7 +76,7 @@ export function eventsFeature(deps: AppDeps): Feature {
           limitBytes: Math.max(deps.config.bodyLimitBytes, MAX_EVENT_BATCH_BYTES),
           example: [{ type: 'track', event_name: 'signup', user_alias: 'user-42', properties: { plan: 'pro' } }],
         },
-        success: { status: 200, description: 'Committed', schema: INGEST_RESULT, example: { count: 100, duplicates: 3, lag: 12 } },
+        success: { status: 200, description: 'Committed', schema: ingestResultSchema, example: { count: 100, duplicates: 3, lag: 12 } },
         errors: [400, 401, 403, 413, 415, 429, 503],
         handler: async ({ auth, body }) => {
           const receivedAt = new Date();
@@ -89,12 +89,3 @@ export function eventsFeature(deps: AppDeps): Feature {
   };
 }
 
-const INGEST_RESULT = {
-  type: 'object',
-  required: ['count', 'duplicates', 'lag'],
-  properties: {
-    count: { type: 'integer', description: 'Items accepted: stored now, or already stored (duplicates)' },
-    duplicates: { type: 'integer', description: 'Items not stored again because their message_id was stored in the last 7 days (or earlier in this request)' },
-    lag: { type: ['number', 'null'] },
-  },
-};

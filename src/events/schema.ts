@@ -227,3 +227,12 @@ function describe(issue: v.BaseIssue<unknown>): string {
   if (issue.input === undefined && field !== undefined) return `Missing required field "${field}"`;
   return issue.message;
 }
+
+/** The answer of POST /1.0/event: how many events were committed, and how long the commit took (ms). */
+export const ingestResultSchema = v.object({
+  /** Items accepted: stored now, or already stored (duplicates). */
+  count: v.pipe(v.number(), v.integer(), v.minValue(1), v.maxValue(MAX_EVENTS_PER_REQUEST)),
+  /** Items not stored again: their message_id was stored in the last 7 days (or earlier in this request). */
+  duplicates: v.pipe(v.number(), v.integer(), v.minValue(0), v.maxValue(MAX_EVENTS_PER_REQUEST)),
+  lag: v.number(),
+});

@@ -46,3 +46,6 @@ export const releaseSchema = v.object({
   created_at: v.string(),
 });
 export type Release = v.InferOutput<typeof releaseSchema>;
+
+/** The answer of GET /1.0/release. */
+export const releaseListSchema = v.object({ releases: v.array(releaseSchema) });

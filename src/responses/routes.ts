@@ -4,6 +4,7 @@ import { IDEMPOTENCY_DESCRIPTION, idempotent } from '../idempotency/route.ts';
 import { IdempotencyStore } from '../idempotency/store.ts';
 import { defineRoute, type Feature, type ParamSpec } from '../server/route.ts';
 import { aggregate, aggregationBodySchema } from './aggregation.ts';
+import { aggregationResultSchema, searchResultSchema, summarySchema, writeResultSchema } from './answers.ts';
 import { scopeOf } from './compile.ts';
 import { parseSurveyIds, queryScopeSchema, searchBodySchema } from './filters.ts';
 import type { GroupByRule } from './group-by.ts';
@@ -34,8 +35,8 @@ export function responsesFeature(deps: AppDeps): Feature {
         description: IDEMPOTENCY_DESCRIPTION,
         scope: 'responses:write',
         rateLimit: 'survey write',
-        body: { schema: responseBatchSchema, parse: (raw, auth) => parseResponseBatch(raw, auth.orgId), limitBytes },
-        success: { status: 200, description: 'Stored', schema: COUNT_SCHEMA, example: { count: 1 } },
+        body: { schema: responseBatchSchema, parse: (raw, auth) => parseResponseBatch(raw, auth.orgId), limitBytes, example: [EXAMPLE_RECORD] },
+        success: { status: 200, description: 'Stored (inserted or replaced)', schema: writeResultSchema, example: { count: 1 } },
         errors: [400, 401, 403, 409, 413, 415, 429, 503],
         handler: idempotent(keys, 'writeSurveyResponses', 200, async ({ auth, body }) => ({ count: await insertResponses(client(), auth.orgId, body) })),
       }),
@@ -50,7 +51,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         rateLimit: 'survey read',
         params: SURVEY_IDS,
         body: { schema: searchBodySchema, limitBytes, whenEmpty: {}, example: { size: 5, filters: [{ type: 'response', key: 'completion', operator: 'eq', value: 'fully_completed' }] } },
-        success: { status: 200, description: '`{took, hits: {total: {value}, responses}}`' },
+        success: { status: 200, description: 'The total in scope and the requested page', schema: searchResultSchema, example: { took: 12, hits: { total: { value: 1 }, responses: [EXAMPLE_RECORD] } } },
         errors: READ_ERRORS,
         handler: ({ auth, body, params }) =>
           searchResponses(client(), { ...scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), size: body.size, offset: body.offset }),
@@ -65,8 +66,8 @@ export function responsesFeature(deps: AppDeps): Feature {
         scope: 'responses:read',
         rateLimit: 'survey read',
         params: SURVEY_IDS,
-        body: { schema: queryScopeSchema, limitBytes, whenEmpty: {} },
-        success: { status: 200, description: 'The summary object' },
+        body: { schema: queryScopeSchema, limitBytes, whenEmpty: {}, example: { range: { field: 'created_at', start: '2024-05-01T00:00:00Z', end: '2024-05-31T23:59:59Z' } } },
+        success: { status: 200, description: 'The summary of the responses in scope', schema: summarySchema, example: EXAMPLE_SUMMARY },
         errors: READ_ERRORS,
         handler: ({ auth, body, params }) => summarize(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body)),
       }),
@@ -80,8 +81,16 @@ export function responsesFeature(deps: AppDeps): Feature {
         scope: 'responses:read',
         rateLimit: 'survey read',
         params: SURVEY_IDS,
-        body: { schema: aggregationBodySchema, limitBytes, whenEmpty: {} },
-        success: { status: 200, description: '`{took, hits: {total: {value}}, aggregations}`' },
+        body: {
+          schema: aggregationBodySchema,
+          limitBytes,
+          whenEmpty: {},
+          example: {
+            range: { field: 'created_at', start: '2024-05-01T00:00:00Z', end: '2024-05-02T23:59:59Z' },
+            group_by: [{ field: 'completion' }, { field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 2 }],
+          },
+        },
+        success: { status: 200, description: 'Bucket counts, one level per group_by rule', schema: aggregationResultSchema, example: EXAMPLE_AGGREGATION },
         errors: READ_ERRORS,
         handler: ({ auth, body, params }) =>
           aggregate(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), body.group_by as GroupByRule[]),
@@ -90,4 +99,46 @@ export function responsesFeature(deps: AppDeps): Feature {
   };
 }
 
-const COUNT_SCHEMA = { type: 'object', required: ['count'], properties: { count: { type: 'integer' } } };
+const EXAMPLE_RECORD = {
+  id: '0b6f3f5e-8d1c-4f0a-9a55-3f6f1a2b7c01',
+  channel_id: '6a0e2c1d-5b7f-4e3a-8c9d-1f2e3a4b5c6d',
+  respondent_id: '1c2d3e4f-5a6b-4c7d-8e9f-0a1b2c3d4e5f',
+  survey_id: '7e8f9a0b-1c2d-4e3f-9a5b-6c7d8e9f0a1b',
+  language: 'en',
+  hidden_fields: [{ key: 'support', t: 0, v_s: 'email' }],
+  answers: [{ question_id: '3a4b5c6d-7e8f-4a0b-9c1d-2e3f4a5b6c7d', question_correlation_id: '4b5c6d7e-8f9a-4b1c-8d2e-3f4a5b6c7d8e', cta_type: 'nps', t: 2, v_d: 9 }],
+  completion: 'fully_completed',
+  active: false,
+  end_reason: 'completed',
+  ended_at: '2024-05-01T10:05:00.000000Z',
+  created_at: '2024-05-01T10:00:00.000000Z',
+  updated_at: '2024-05-01T10:05:00.000000Z',
+};
+
+const EXAMPLE_SUMMARY = {
+  ces_avg: null,
+  ces_details: { 1: 0, 2: 0, 3: 0, 4: 0, 5: 0, 6: 0, 7: 0 },
+  csat_avg: null,
+  csat_details: { 1: 0, 2: 0, 3: 0, 4: 0, 5: 0 },
+  nps_details: { 0: 0, 1: 0, 2: 0, 3: 0, 4: 0, 5: 0, 6: 0, 7: 0, 8: 0, 9: 1, 10: 0 },
+  nps_groups: { detractor: 0, neutral: 0, promotor: 1, total: 1 },
+  nps_score: 100,
+  completion: { not_started: 0, partially_completed: 0, fully_completed: 1 },
+  end_reasons: { completed: 1 },
+  languages: { en: 1 },
+  supports: { email: 1 },
+};
+
+const EXAMPLE_AGGREGATION = {
+  took: 9,
+  hits: { total: { value: 1 } },
+  aggregations: {
+    field: 'completion',
+    buckets: [
+      { key: 'fully_completed', doc_count: 1, aggregations: { field: 'created_at', interval: '1 day', buckets: [{ key: '2024-05-01T00:00:00.000000Z', doc_count: 1 }, { key: '2024-05-02T00:00:00.000000Z', doc_count: 0 }] } },
+      { key: 'not_started', doc_count: 0, aggregations: { field: 'created_at', interval: '1 day', buckets: [{ key: '2024-05-01T00:00:00.000000Z', doc_count: 0 }, { key: '2024-05-02T00:00:00.000000Z', doc_count: 0 }] } },
+      { key: 'partially_completed', doc_count: 0, aggregations: { field: 'created_at', interval: '1 day', buckets: [{ key: '2024-05-01T00:00:00.000000Z', doc_count: 0 }, { key: '2024-05-02T00:00:00.000000Z', doc_count: 0 }] } },
+    ],
+    other_doc_count: 0,
+  },
+};

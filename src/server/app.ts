@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
-import type { Server } from 'node:http';
+import { STATUS_CODES, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { DomainError, parseOrThrow } from '../errors.ts';
 import { requireScope } from './auth.ts';
 import { jsonBody } from './body.ts';
@@ -33,8 +34,7 @@ export function createApp(deps: AppDeps, features: readonly Feature[]): App {
   const koa = new Koa<AppState>();
   // Behind a proxy, X-Forwarded-* are not trusted by default; nothing here depends on client IPs.
   const router = new Router<AppState>();
-  const all: Feature[] = [...features];
-  all.push(opsFeature(deps, () => routes));
+  const all = withOps(deps, features);
   const routes: Route[] = all.flatMap((f) => f.routes);
 
   koa.use(requestLog(deps.log));
@@ -54,6 +54,7 @@ export function createApp(deps: AppDeps, features: readonly Feature[]): App {
   koa.use(methodNotAllowed(router));
 
   const http = createHttpServer(koa.callback(), { maxConnections: deps.config.maxConnections, log: deps.log });
+  http.server.on('clientError', answerClientError);
 
   return {
     server: http.server,
@@ -66,6 +67,13 @@ export function createApp(deps: AppDeps, features: readonly Feature[]): App {
       return { forced };
     },
   };
+}
+
+/** The features plus the routes every app has (health, readiness, the OpenAPI document, /docs). */
+export function withOps(deps: AppDeps, features: readonly Feature[]): Feature[] {
+  const all: Feature[] = [...features];
+  all.push(opsFeature(deps, () => all.flatMap((f) => f.routes)));
+  return all;
 }
 
 /** One limiter per class, shared by the routes of that class (survey reads share one budget). */
@@ -137,4 +145,26 @@ function methodNotAllowed(router: Router<AppState>): Koa.Middleware<AppState> {
     }
     throw new DomainError('method_not_allowed', `${ctx.method} is not allowed on ${ctx.path}; allowed: ${allow}`, { headers: { Allow: allow } });
   };
+}
+
+/**
+ * Requests Node refuses before any route runs (headers over its limit: 431; unparsable HTTP: 400;
+ * headers too slow: 408) get the service's one error body, not Node's empty answer.
+ */
+function answerClientError(err: Error & { code?: string }, socket: Duplex): void {
+  const started = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+  if (err.code === 'ECONNRESET' || !socket.writable || started) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'headers_too_large', 'Request headers too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'request_timeout', 'The request headers did not arrive in time']
+        : [400, 'bad_request', 'Malformed HTTP request'];
+  const body = JSON.stringify({ error: { status, code, message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }

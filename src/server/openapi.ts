@@ -11,10 +11,39 @@ import type { Route } from './route.ts';
  * (same scope, limits and answers), and the POST is the documented operation; its description
  * says SEARCH is accepted too.
  */
-const toSchema = (s: v.GenericSchema | Record<string, unknown>): Record<string, unknown> =>
-  isValibot(s) ? (toJsonSchema(s, { errorMode: 'ignore', typeMode: 'input', target: 'draft-2020-12' }) as Record<string, unknown>) : s;
+type JsonSchema = Record<string, unknown>;
+
+/**
+ * A route's schema as JSON Schema. Valibot schemas are converted for their input (request) or
+ * output (answer) type; named definitions (`$defs`, e.g. the recursive AggregationLevel) are
+ * hoisted into `components.schemas` and referenced from there, since a `#/$defs/...` reference
+ * inside an OpenAPI document would resolve against the document's root.
+ */
+function schemaConverter(shared: Record<string, JsonSchema>) {
+  return (s: v.GenericSchema | JsonSchema, typeMode: 'input' | 'output'): JsonSchema => {
+    if (!isValibot(s)) return s;
+    const { $schema: _dialect, $defs, ...schema } = toJsonSchema(s, { errorMode: 'ignore', typeMode, target: 'draft-2020-12' }) as JsonSchema;
+    for (const [name, def] of Object.entries(($defs ?? {}) as Record<string, JsonSchema>)) {
+      const hoisted = rewriteRefs(def) as JsonSchema;
+      if (shared[name] && JSON.stringify(shared[name]) !== JSON.stringify(hoisted)) throw new Error(`two different schemas named ${name}`);
+      shared[name] = hoisted;
+    }
+    return rewriteRefs(schema) as JsonSchema;
+  };
+}
+
+const rewriteRefs = (x: unknown): unknown => {
+  if (Array.isArray(x)) return x.map(rewriteRefs);
+  if (typeof x !== 'object' || x === null) return x;
+  return Object.fromEntries(
+    Object.entries(x).map(([k, val]) => [k, k === '$ref' && typeof val === 'string' ? val.replace(/^#\/\$defs\//, '#/components/schemas/') : rewriteRefs(val)]),
+  );
+};
 
 const isValibot = (s: unknown): s is v.GenericSchema => typeof s === 'object' && s !== null && 'kind' in s && (s as { kind: unknown }).kind === 'schema';
+
+/** Node answers 431 itself, before any route runs, to every request whose headers exceed its limit. */
+const ALWAYS: readonly number[] = [431];
 
 const ERROR_BODY = {
   type: 'object',
@@ -47,10 +76,38 @@ export const ERROR_TEXT: Record<number, string> = {
   503: 'Storage unavailable, ingest queue full, shutting down, or a query timed out; see Retry-After',
 };
 
+const TAG_TEXT: Record<string, string> = {
+  events: 'Product analytics events (track, identify, page, screen, group, copilot), 1..100 per request',
+  releases: 'Releases of your product, to mark on charts',
+  'survey responses': 'Survey responses: upsert them, then search, summarize and aggregate them',
+  operations: 'Health, readiness and this API description (no token)',
+};
+
+const ERROR_EXAMPLE_CODE: Record<number, string> = {
+  400: 'validation_error',
+  401: 'unauthorized',
+  403: 'forbidden',
+  404: 'not_found',
+  405: 'method_not_allowed',
+  409: 'conflict',
+  413: 'payload_too_large',
+  415: 'unsupported_media_type',
+  429: 'rate_limited',
+  431: 'headers_too_large',
+  503: 'unavailable',
+};
+
 const openApiPath = (koaPath: string) => koaPath.replace(/:(\w+)/g, '{$1}');
 
-export function openApiDocument(routes: readonly Route[]): object {
+export interface OpenApiOptions {
+  /** The `servers` entry: where generated clients send requests. */
+  serverUrl?: string;
+}
+
+export function openApiDocument(routes: readonly Route[], options: OpenApiOptions = {}): Record<string, any> {
   const paths: Record<string, Record<string, unknown>> = {};
+  const shared: Record<string, JsonSchema> = {};
+  const toSchema = schemaConverter(shared);
   for (const route of routes) {
     const methods = [route.method, ...(route.aliases ?? [])].filter((m) => m !== 'SEARCH');
     const searchToo = route.method === 'SEARCH' || route.aliases?.includes('SEARCH');
@@ -63,15 +120,15 @@ export function openApiDocument(routes: readonly Route[]): object {
         responses: {
           [route.success.status]: {
             description: route.success.description,
-            ...(route.success.schema ? { content: { [route.success.contentType ?? 'application/json']: { schema: toSchema(route.success.schema), ...(route.success.example !== undefined ? { example: route.success.example } : {}) } } } : {}),
+            ...(route.success.schema ? { content: { [route.success.contentType ?? 'application/json']: { schema: toSchema(route.success.schema, 'output'), ...(route.success.example !== undefined ? { example: route.success.example } : {}) } } } : {}),
           },
-          ...Object.fromEntries(route.errors.map((c) => [String(c), { $ref: `#/components/responses/E${c}` }])),
+          ...Object.fromEntries(errorCodes(route).map((c) => [String(c), { $ref: `#/components/responses/E${c}` }])),
         },
       };
       if (route.scope === null) op.security = [];
       else op['x-scope'] = route.scope;
       const parameters = Object.entries(route.params ?? {}).map(([name, p]) => ({ name, in: 'path', required: true, description: p.description, schema: p.schema, ...(p.example !== undefined ? { example: p.example } : {}) }));
-      const query = route.query ? (toSchema(route.query) as { properties?: Record<string, unknown>; required?: string[] }) : undefined;
+      const query = route.query ? (toSchema(route.query, 'input') as { properties?: Record<string, unknown>; required?: string[] }) : undefined;
       for (const [name, schema] of Object.entries(query?.properties ?? {})) {
         parameters.push({ name, in: 'query', required: query?.required?.includes(name) ?? false, schema } as never);
       }
@@ -79,27 +136,36 @@ export function openApiDocument(routes: readonly Route[]): object {
       if (route.body) {
         op.requestBody = {
           required: route.body.whenEmpty === undefined,
-          content: { 'application/json': { schema: toSchema(route.body.schema), ...(route.body.example !== undefined ? { example: route.body.example } : {}) } },
+          content: { 'application/json': { schema: toSchema(route.body.schema, 'input'), ...(route.body.example !== undefined ? { example: route.body.example } : {}) } },
         };
       }
       (paths[openApiPath(route.path)] ??= {})[method.toLowerCase()] = op;
     }
   }
-  const codes = [...new Set(routes.flatMap((r) => r.errors))].sort();
+  const codes = [...new Set(routes.flatMap(errorCodes))].sort();
   return {
     openapi: '3.1.0',
     info: {
       title: 'tallyhouse',
       version: '1.0',
+      license: { name: 'Proprietary' },
       description: 'Event ingestion, releases and survey-response analytics. Every request carries `Authorization: Bearer <token>`; errors share one body (`Error`).',
     },
-    servers: [{ url: '/', description: 'This service' }],
+    servers: [{ url: options.serverUrl ?? '/', description: 'This service' }],
+    tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name, description: TAG_TEXT[name] ?? name })),
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } },
-      schemas: { Error: ERROR_BODY },
-      responses: Object.fromEntries(codes.map((c) => [`E${c}`, { description: ERROR_TEXT[c] ?? 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } }])),
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API token (`tallyhouse token create`); each endpoint needs one scope, named in its `x-scope`.' } },
+      schemas: { Error: ERROR_BODY, ...shared },
+      responses: Object.fromEntries(
+        codes.map((c) => [
+          `E${c}`,
+          { description: ERROR_TEXT[c] ?? 'Error', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' }, example: { error: { status: c, code: ERROR_EXAMPLE_CODE[c] ?? 'error', message: ERROR_TEXT[c] ?? 'Error' } } } } },
+        ]),
+      ),
     },
     security: [{ bearer: [] }],
     paths,
   };
 }
+
+const errorCodes = (route: Route): number[] => [...new Set([...route.errors, ...ALWAYS])].sort();

@@ -1,5 +1,6 @@
 import { migrationsApplied } from '../clickhouse/migrations.ts';
 import type { AppDeps } from './context.ts';
+import { DOCS_HTML, REDOC_PATH, redocBundle } from './docs.ts';
 import { openApiDocument } from './openapi.ts';
 import { defineRoute, answer, type Feature, type Route } from './route.ts';
 
@@ -43,9 +44,31 @@ export function opsFeature(deps: AppDeps, allRoutes: () => readonly Route[]): Fe
         tag: 'operations',
         summary: 'This OpenAPI document',
         scope: null,
-        success: { status: 200, description: 'OpenAPI 3.1 document', schema: { type: 'object' } },
+        success: { status: 200, description: 'OpenAPI 3.1 document', schema: { type: 'object' }, example: { openapi: '3.1.0', info: { title: 'tallyhouse', version: '1.0' }, paths: {} } },
         errors: [],
         handler: () => openApiDocument(allRoutes()),
+      }),
+      defineRoute({
+        operationId: 'getApiDocs',
+        method: 'GET',
+        path: '/docs',
+        tag: 'operations',
+        summary: 'This API reference as a web page (Redoc, served from this service)',
+        scope: null,
+        success: { status: 200, description: 'HTML page', contentType: 'text/html', schema: { type: 'string' }, example: '<!doctype html>...' },
+        errors: [],
+        handler: () => answer({ body: DOCS_HTML, headers: { 'Content-Type': 'text/html; charset=utf-8' } }),
+      }),
+      defineRoute({
+        operationId: 'getApiDocsScript',
+        method: 'GET',
+        path: REDOC_PATH,
+        tag: 'operations',
+        summary: 'The Redoc script the docs page loads',
+        scope: null,
+        success: { status: 200, description: 'JavaScript', contentType: 'text/javascript', schema: { type: 'string' }, example: '/*! Redoc */' },
+        errors: [],
+        handler: () => answer({ body: redocBundle(), headers: { 'Content-Type': 'text/javascript; charset=utf-8', 'Cache-Control': 'public, max-age=3600' } }),
       }),
     ],
   };

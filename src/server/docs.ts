@@ -1,0 +1,31 @@
+import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+/**
+ * The API reference page: Redoc rendering /openapi.json, with Redoc's bundle served by the
+ * service itself (no CDN: the page must work on a machine without Internet access).
+ */
+export const REDOC_PATH = '/docs/redoc.standalone.js';
+
+export const DOCS_HTML = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>tallyhouse API</title>
+<style>body { margin: 0; }</style>
+</head>
+<body>
+<redoc spec-url="/openapi.json" hide-download-button="false"></redoc>
+<script src="${REDOC_PATH}"></script>
+</body>
+</html>
+`;
+
+let bundle: Buffer | undefined;
+
+/** Redoc's standalone bundle (about 1 MB), read once on first use. */
+export function redocBundle(): Buffer {
+  bundle ??= readFileSync(createRequire(import.meta.url).resolve('redoc/bundles/redoc.standalone.js'));
+  return bundle;
+}
