@@ -22,6 +22,12 @@ export const DOCS_HTML = `<!doctype html>
 </html>
 `;
 
+/**
+ * Nothing but this service: Redoc's sidebar otherwise fetches its logo from cdn.redoc.ly, telling a
+ * third party who reads the docs (and failing offline). Redoc injects its styles inline.
+ */
+export const DOCS_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; script-src 'self'; worker-src 'self' blob:; connect-src 'self'; font-src 'self' data:";
+
 let bundle: Buffer | undefined;
 
 /** Redoc's standalone bundle (about 1 MB), read once on first use. */

@@ -1,6 +1,6 @@
 import { migrationsApplied } from '../clickhouse/migrations.ts';
 import type { AppDeps } from './context.ts';
-import { DOCS_HTML, REDOC_PATH, redocBundle } from './docs.ts';
+import { DOCS_CSP, DOCS_HTML, REDOC_PATH, redocBundle } from './docs.ts';
 import { openApiDocument } from './openapi.ts';
 import { defineRoute, answer, type Feature, type Route } from './route.ts';
 
@@ -57,7 +57,7 @@ export function opsFeature(deps: AppDeps, allRoutes: () => readonly Route[]): Fe
         scope: null,
         success: { status: 200, description: 'HTML page', contentType: 'text/html', schema: { type: 'string' }, example: '<!doctype html>...' },
         errors: [],
-        handler: () => answer({ body: DOCS_HTML, headers: { 'Content-Type': 'text/html; charset=utf-8' } }),
+        handler: () => answer({ body: DOCS_HTML, headers: { 'Content-Type': 'text/html; charset=utf-8', 'Content-Security-Policy': DOCS_CSP } }),
       }),
       defineRoute({
         operationId: 'getApiDocsScript',
