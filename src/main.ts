@@ -1,33 +1,27 @@
-import { UsageError } from './cli/args.ts';
-import { demoBanner, ensureDemo } from './cli/demo.ts';
-import { tokenCommand, TOKEN_USAGE } from './cli/token.ts';
-import { connectDatabase, type Database } from './clickhouse/connection.ts';
-import { migrate } from './clickhouse/migrations.ts';
+import { readFileSync } from 'node:fs';
+import { parseArgs, UsageError, type Options, type ParsedArgs } from './cli/args.ts';
+import { TOKEN_CREATE, TOKEN_LIST, TOKEN_REVOKE, tokenCreate, tokenList, tokenRevoke } from './cli/token.ts';
+import type { Database } from './clickhouse/connection.ts';
 import { CONFIG_KEYS, ConfigError, loadConfig, type Config } from './config.ts';
 import { createLogger, type Logger } from './log.ts';
-import { parseSeedArgs } from './seed/args.ts';
-import { runSeedCommand } from './seed/cli.ts';
-import { ROLLUPS_USAGE, parseRollupsArgs, runRollupsCommand } from './responses/rollups/cli.ts';
-import { createApp } from './server/app.ts';
-import { connectSharedLimits } from './server/shared-limits.ts';
-import { features } from './routes.ts';
-import { TokenCache } from './tokens/cache.ts';
+import { SEED_OPTIONS, SEED_USAGE, parseSeedArgs } from './seed/args.ts';
+import { ROLLUPS_REBUILD, rollupsOrg, rollupsRebuild } from './responses/rollups/cli.ts';
 
-const USAGE = `usage: tallyhouse <command>
-  serve                      run the HTTP service (npm start)
-  migrate                    apply schema/*.sql to the database
-  token create|list|revoke   manage API tokens
-  seed [--responses N] [--events N] [--org ID] [--surveys S] [--days D]   write synthetic survey responses and events
-  ${ROLLUPS_USAGE}
-
-${TOKEN_USAGE}
-
-environment:
-${CONFIG_KEYS.map(([k, d, text]) => `  ${k.padEnd(30)} ${d.padEnd(12)} ${text}`).join('\n')}`;
+// The engine client, the HTTP app and the features load only when a command needs them: `--help`,
+// `--version` and a usage error answer without loading them.
+const engine = () => Promise.all([import('./clickhouse/connection.ts'), import('./clickhouse/migrations.ts')]);
 
 const out = (s: string): void => void process.stdout.write(s + '\n');
 
 async function serve(config: Config, log: Logger): Promise<void> {
+  const [[{ connectDatabase }, { migrate }], { createApp }, { features }, { TokenCache }, { ensureDemo, demoBanner }] = await Promise.all([
+    engine(),
+    import('./server/app.ts'),
+    import('./routes.ts'),
+    import('./tokens/cache.ts'),
+    import('./cli/demo.ts'),
+  ]);
+  const { connectSharedLimits } = await import('./server/shared-limits.ts');
   const db = await connectDatabase(config, log, { supervise: true });
   const applied = await migrate(db);
   if (applied.length) log.info({ msg: 'migrations applied', applied });
@@ -69,6 +63,7 @@ const SHUTDOWN_DEADLINE_MS = 40_000;
 
 /** One-shot commands: connect (to the running engine if there is one), run, disconnect. */
 async function withDatabase(config: Config, log: Logger, fn: (db: Database) => Promise<void>) {
+  const [{ connectDatabase }, { migrate }] = await engine();
   const db = await connectDatabase(config, log, { supervise: false });
   try {
     await migrate(db);
@@ -78,41 +73,132 @@ async function withDatabase(config: Config, log: Logger, fn: (db: Database) => P
   }
 }
 
-async function main(argv: string[]): Promise<number> {
-  const [command, ...rest] = argv;
-  if (!command || command === '--help' || command === 'help') {
+/** A one-shot command's body: the config is read only now, after the arguments were accepted. */
+const oneShot =
+  (fn: (db: Database, args: ParsedArgs, argv: string[]) => Promise<void>) =>
+  async (args: ParsedArgs, argv: string[]): Promise<void> => {
+    const config = loadConfig();
+    // One-shot commands keep stderr quiet unless asked; the server logs at the configured level.
+    const log = createLogger(process.env.LOG_LEVEL ? config.logLevel : 'warn');
+    await withDatabase(config, log, (db) => fn(db, args, argv));
+  };
+
+/**
+ * The commands. Adding one is adding an entry: its name as typed (one or two words), its options
+ * (node:util parseArgs, strict), its usage text and what it runs. `--help`/`-h` prints the usage
+ * and exits 0 before anything runs; a bad argument exits 2 with the usage.
+ */
+interface Command {
+  name: string;
+  summary: string;
+  usage: string;
+  options: Options;
+  /** How many positional arguments it takes (default 0). */
+  positionals?: number;
+  /** Resolves when done; 'running' for the server, which keeps the process alive. */
+  run(args: ParsedArgs, argv: string[]): Promise<void | 'running'>;
+}
+
+const COMMANDS: Command[] = [
+  {
+    name: 'serve',
+    summary: 'run the HTTP service (npm start)',
+    usage: `usage: tallyhouse serve
+Runs the HTTP service, configured by the environment (below). Without CLICKHOUSE_URL it starts an
+embedded ClickHouse engine in DATA_DIR and, on first start, a demo organization with tokens and
+survey responses (TALLYHOUSE_DEMO=0: none). Stops cleanly on SIGTERM or Ctrl-C.`,
+    options: {},
+    run: async () => {
+      const config = loadConfig();
+      await serve(config, createLogger(config.logLevel));
+      return 'running';
+    },
+  },
+  {
+    name: 'migrate',
+    summary: 'apply schema/*.sql to the database',
+    usage: 'usage: tallyhouse migrate\nApplies the schema migrations not applied yet (serve does it too).',
+    options: {},
+    run: oneShot(async (db) => out(`migrations applied to database ${db.name}`)),
+  },
+  { name: 'token create', summary: 'mint an API token', ...TOKEN_CREATE, run: oneShot((db, args) => tokenCreate(db, args, out)) },
+  { name: 'token list', summary: 'list API tokens (names, scopes, never the tokens)', ...TOKEN_LIST, run: oneShot((db, args) => tokenList(db, args, out)) },
+  {
+    name: 'rollups rebuild',
+    summary: 'recompute the survey rollups (recovery)',
+    ...ROLLUPS_REBUILD,
+    run: async (args, argv) => {
+      rollupsOrg(args); // checked before an engine starts
+      await oneShot((db) => rollupsRebuild(db.client(), args, out))(args, argv);
+    },
+  },
+  { name: 'token revoke', summary: 'revoke an API token by id', ...TOKEN_REVOKE, positionals: 1, run: oneShot((db, args) => tokenRevoke(db, args, out)) },
+  {
+    name: 'seed',
+    summary: 'write synthetic survey responses and/or events',
+    usage: SEED_USAGE,
+    options: SEED_OPTIONS,
+    run: async (_args, argv) => {
+      parseSeedArgs(argv); // every value checked before an engine starts
+      const { runSeedCommand } = await import('./seed/cli.ts');
+      await oneShot((db) => runSeedCommand(db.client(), argv))(_args, argv);
+    },
+  },
+];
+
+const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+
+const USAGE = `usage: tallyhouse <command> [options]     (tallyhouse <command> --help for its options)
+
+commands:
+${COMMANDS.map((c) => `  ${c.name.padEnd(16)} ${c.summary}`).join('\n')}
+
+options:
+  -h, --help       this help
+  -V, --version    the version
+
+environment:
+${CONFIG_KEYS.map(([k, d, text]) => `  ${k.padEnd(30)} ${d.padEnd(12)} ${text}`).join('\n')}`;
+
+/** The usage of a group of commands (`tallyhouse token`). */
+const groupUsage = (group: string) =>
+  COMMANDS.filter((c) => c.name.startsWith(`${group} `))
+    .map((c) => c.usage)
+    .join('\n\n');
+
+async function main(argv: string[]): Promise<number | 'running'> {
+  const [first, second] = argv;
+  if (first === undefined) throw new UsageError(USAGE);
+  if (first === '--help' || first === '-h' || first === 'help') {
     out(USAGE);
-    return command ? 0 : 2;
+    return 0;
   }
-  const config = loadConfig();
-  // One-shot commands keep stderr quiet unless asked; the server logs at the configured level.
-  const log = createLogger(command === 'serve' ? config.logLevel : process.env.LOG_LEVEL ? config.logLevel : 'warn');
-  switch (command) {
-    case 'serve':
-      await serve(config, log);
-      return -1; // keeps running
-    case 'migrate':
-      await withDatabase(config, log, async (db) => out(`migrations applied to database ${db.name}`));
-      return 0;
-    case 'token':
-      await withDatabase(config, log, (db) => tokenCommand(db, rest, out));
-      return 0;
-    case 'seed':
-      parseSeedArgs(rest); // a usage error must not start an engine first
-      await withDatabase(config, log, (db) => runSeedCommand(db.client(), rest));
-      return 0;
-    case 'rollups':
-      parseRollupsArgs(rest); // a usage error must not start an engine first
-      await withDatabase(config, log, (db) => runRollupsCommand(db.client(), rest, out));
-      return 0;
-    default:
-      throw new UsageError(`unknown command "${command}"\n\n${USAGE}`);
+  if (first === '--version' || first === '-V') {
+    out(VERSION);
+    return 0;
   }
+  const command = COMMANDS.find((c) => c.name === `${first} ${second}`) ?? COMMANDS.find((c) => c.name === first);
+  if (!command) {
+    const group = groupUsage(first);
+    if (group && (second === '--help' || second === '-h')) {
+      out(group);
+      return 0;
+    }
+    if (group) throw new UsageError(`${second === undefined ? `${first} needs a subcommand` : `unknown ${first} subcommand ${JSON.stringify(second)}`}\n\n${group}`);
+    throw new UsageError(`unknown command ${JSON.stringify(first)}\n\n${USAGE}`);
+  }
+  const rest = argv.slice(command.name.split(' ').length);
+  const args = parseArgs(rest, command.options, command.usage, command.positionals ?? 0);
+  if (args.values.help) {
+    out(command.usage);
+    return 0;
+  }
+  return (await command.run(args, rest)) ?? 0;
 }
 
 main(process.argv.slice(2)).then(
   (code) => {
-    if (code >= 0) process.exit(code);
+    if (code !== 'running') process.exit(code);
   },
   (err) => {
     if (err instanceof ConfigError || err instanceof UsageError) {

@@ -3,7 +3,7 @@
  * Pure, so every error message is unit-tested; errors are UsageError (exit code 2 in main.ts).
  */
 import { randomUUID } from 'node:crypto';
-import { parseArgs, UsageError } from '../cli/args.ts';
+import { parseArgs, UsageError, type Options, type ParsedArgs } from '../cli/args.ts';
 import { EVENT_SEED_LIMITS } from './events.ts';
 import { SEED_LIMITS, UUID_RE } from './responses.ts';
 
@@ -30,7 +30,14 @@ export const SEED_USAGE = `usage: tallyhouse seed [--responses N] [--events N] [
   --seed X        variant of the data, ${SEED_LIMITS.seed.min}.. (default 0)
 Each run adds new responses; runs for one org and seed share its surveys, respondents and groups.`;
 
-const FLAGS = ['responses', 'events', 'org', 'surveys', 'days', 'seed'] as const;
+export const SEED_OPTIONS: Options = {
+  responses: { type: 'string' },
+  events: { type: 'string' },
+  org: { type: 'string' },
+  surveys: { type: 'string' },
+  days: { type: 'string' },
+  seed: { type: 'string' },
+};
 const MULTIPLIER: Record<string, number> = { '': 1, k: 1_000, m: 1_000_000 };
 
 /** A whole number as people type it: `10000`, `10_000`, `10,000`, `500k`, `10M`. */
@@ -43,26 +50,22 @@ export function parseCount(raw: string): number | undefined {
 
 const LIMITS = { ...SEED_LIMITS, events: EVENT_SEED_LIMITS };
 
-function count(flags: Record<string, string | true>, name: keyof typeof LIMITS, fallback?: number): number {
-  const raw = flags[name];
+function count(flags: ParsedArgs['values'], name: keyof typeof LIMITS, fallback?: number): number {
+  const raw = flags[name] as string | undefined;
   if (raw === undefined) {
     if (fallback === undefined) throw new UsageError(`--${name} is required\n\n${SEED_USAGE}`);
     return fallback;
   }
   const { min, max } = LIMITS[name];
-  const n = raw === true ? undefined : parseCount(raw);
+  const n = parseCount(raw);
   if (n === undefined || n < min || n > max) {
-    const got = raw === true ? 'no value' : JSON.stringify(raw);
-    throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, got ${got}`);
+    throw new UsageError(`--${name} must be a whole number from ${min} to ${max}, got ${JSON.stringify(raw)}`);
   }
   return n;
 }
 
 export function parseSeedArgs(argv: string[]): SeedArgs {
-  const { positional, flags } = parseArgs(argv);
-  if (positional.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positional[0])}\n\n${SEED_USAGE}`);
-  const unknown = Object.keys(flags).filter((f) => !(FLAGS as readonly string[]).includes(f));
-  if (unknown.length > 0) throw new UsageError(`unknown option --${unknown[0]}\n\n${SEED_USAGE}`);
+  const { values: flags } = parseArgs(argv, SEED_OPTIONS, SEED_USAGE);
 
   if (flags.responses === undefined && flags.events === undefined) throw new UsageError(`--responses or --events is required\n\n${SEED_USAGE}`);
   const responses = flags.responses === undefined ? 0 : count(flags, 'responses');
@@ -70,9 +73,9 @@ export function parseSeedArgs(argv: string[]): SeedArgs {
   const surveys = count(flags, 'surveys', 5);
   const days = count(flags, 'days', 90);
   const seed = count(flags, 'seed', 0);
-  const org = flags.org;
-  if (org !== undefined && (org === true || !UUID_RE.test(org))) {
-    throw new UsageError(`--org must be an organization UUID, e.g. ${randomUUID()}, got ${org === true ? 'no value' : JSON.stringify(org)}`);
+  const org = flags.org as string | undefined;
+  if (org !== undefined && !UUID_RE.test(org)) {
+    throw new UsageError(`--org must be an organization UUID, e.g. ${randomUUID()}, got ${JSON.stringify(org)}`);
   }
   return { responses, events, orgId: org === undefined ? randomUUID() : org.toLowerCase(), orgGenerated: org === undefined, surveys, days, seed };
 }

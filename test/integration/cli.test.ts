@@ -80,7 +80,7 @@ describe('tallyhouse serve + CLI on one data directory', function () {
 
   it('token create/list/revoke work while the server runs, on its engine', async () => {
     const org = '11111111-2222-4333-8444-555555555555';
-    const { stdout } = await cli('token', 'create', '--org', org, '--scope', 'events,releases', '--json');
+    const { stdout } = await cli('token', 'create', '--org', org, '--scope', 'events,releases', '--name', 'ci pipeline', '--json');
     const minted = JSON.parse(stdout);
     expect(minted).to.include({ org_id: org });
     expect(minted.scopes).to.deep.equal(['events', 'releases']);
@@ -90,6 +90,8 @@ describe('tallyhouse serve + CLI on one data directory', function () {
 
     const list = await cli('token', 'list', '--org', org);
     expect(list.stdout).to.include(minted.id);
+    expect(list.stdout.split('\n')[0]).to.match(/^id\s+name\s+org_id\s+scopes\s+created_at\s+revoked_at$/);
+    expect(list.stdout.split('\n').find((l) => l.includes(minted.id))).to.include('ci pipeline');
     expect(list.stdout).to.not.include(minted.token);
 
     await cli('token', 'revoke', minted.id);

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { UsageError } from '../../src/cli/args.ts';
+import { UsageError, parseArgs } from '../../src/cli/args.ts';
 import { planHistogram, parseInstantMicros } from '../../src/query/histogram.ts';
-import { parseRollupsArgs } from '../../src/responses/rollups/cli.ts';
+import { ROLLUPS_REBUILD, rollupsOrg } from '../../src/responses/rollups/cli.ts';
 import { grainOf, rollupWindow, rulesServable } from '../../src/responses/rollups/read.ts';
 import { ORG_SENTINEL, ceilMonth, ceilTo, floorMonth, floorTo, hourSlicesOf, sliceRanges } from '../../src/responses/rollups/slices.ts';
 
@@ -81,10 +81,11 @@ describe('rollups: slices and the read plan (pure)', () => {
   });
 
   it('rollups rebuild: arguments checked before any engine starts', () => {
-    expect(parseRollupsArgs(['rebuild'])).to.deep.equal({ orgId: null });
-    expect(parseRollupsArgs(['rebuild', '--org', 'AAAAAAAA-0000-4000-8000-000000000000'])).to.deep.equal({ orgId: 'aaaaaaaa-0000-4000-8000-000000000000' });
-    expect(() => parseRollupsArgs([])).to.throw(UsageError);
-    expect(() => parseRollupsArgs(['rebuild', '--org', 'nope'])).to.throw(UsageError, '--org');
-    expect(() => parseRollupsArgs(['rebuild', '--orgs', 'x'])).to.throw(UsageError, 'unknown flag');
+    const parse = (argv: string[]) => rollupsOrg(parseArgs(argv, ROLLUPS_REBUILD.options, ROLLUPS_REBUILD.usage));
+    expect(parse([])).to.equal(null);
+    expect(parse(['--org', 'AAAAAAAA-0000-4000-8000-000000000000'])).to.equal('aaaaaaaa-0000-4000-8000-000000000000');
+    expect(() => parse(['--org', 'nope'])).to.throw(UsageError, '--org');
+    expect(() => parse(['--orgs', 'x'])).to.throw(UsageError, 'unknown option');
+    expect(() => parse(['extra'])).to.throw(UsageError, 'unexpected argument');
   });
 });

@@ -5,26 +5,29 @@
  * from the raw table: correct, only slower.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { UsageError, parseArgs } from '../../cli/args.ts';
+import { UsageError, stringValue, type Options, type ParsedArgs } from '../../cli/args.ts';
 import { allOrgs, rebuildOrg } from './maintain.ts';
 
-export const ROLLUPS_USAGE = 'rollups rebuild [--org ID]  recompute the survey rollups (all organizations by default)';
+export const ROLLUPS_REBUILD = {
+  usage: `usage: tallyhouse rollups rebuild [--org ID]
+  --org ID    only this organization (default: every organization)
+Recomputes the survey rollups from the stored responses and clears the pending marks that
+interrupted writes left; until then those slices are read from the raw table (correct, slower).`,
+  options: { org: { type: 'string' } } satisfies Options,
+};
 
 const UUID = /^[\da-f]{8}(?:-[\da-f]{4}){3}-[\da-f]{12}$/i;
 
 /** Checks the arguments before any engine starts; returns the org, or null for all. */
-export function parseRollupsArgs(argv: string[]): { orgId: string | null } {
-  const { positional, flags } = parseArgs(argv);
-  if (positional.length !== 1 || positional[0] !== 'rebuild') throw new UsageError(`usage: tallyhouse ${ROLLUPS_USAGE}`);
-  for (const name of Object.keys(flags)) if (name !== 'org') throw new UsageError(`unknown flag --${name}; usage: tallyhouse ${ROLLUPS_USAGE}`);
-  const org = flags.org;
-  if (org === undefined) return { orgId: null };
-  if (org === true || !UUID.test(org)) throw new UsageError('--org must be an organization UUID');
-  return { orgId: org.toLowerCase() };
+export function rollupsOrg(args: ParsedArgs): string | null {
+  const org = stringValue(args.values, 'org');
+  if (org === undefined) return null;
+  if (!UUID.test(org)) throw new UsageError(`--org must be an organization UUID\n\n${ROLLUPS_REBUILD.usage}`);
+  return org.toLowerCase();
 }
 
-export async function runRollupsCommand(client: ClickHouseClient, argv: string[], out: (line: string) => void): Promise<void> {
-  const { orgId } = parseRollupsArgs(argv);
+export async function rollupsRebuild(client: ClickHouseClient, args: ParsedArgs, out: (line: string) => void): Promise<void> {
+  const orgId = rollupsOrg(args);
   const orgs = orgId ? [orgId] : await allOrgs(client);
   for (const org of orgs) {
     const started = performance.now();
