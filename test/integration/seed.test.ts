@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
+import { PassThrough } from 'node:stream';
 import { isDeepStrictEqual } from 'node:util';
 import { parseResponseBatch, toResponseRow } from '../../src/responses/record.ts';
 import { runSeedCommand } from '../../src/seed/cli.ts';
@@ -226,6 +227,18 @@ describe('seed: synthetic survey responses', function () {
     expect(out[0]).to.match(new RegExp(`^seeded 50 responses in \\d+\\.\\d s \\([\\d,]+ responses/s\\) for org ${org}, surveys [0-9a-f-]{36},[0-9a-f-]{36}$`));
     const [c] = await query<{ n: string }>(`SELECT count() AS n FROM survey_responses FINAL WHERE org_id = {org:UUID}`, { org });
     expect(Number(c.n)).to.equal(50);
+  });
+
+  it('on a terminal, the CLI command draws a progress bar with the rate and the time left', async () => {
+    const terminal = Object.assign(new PassThrough(), { isTTY: true, columns: 120 }) as unknown as NodeJS.WriteStream;
+    let drawn = '';
+    (terminal as unknown as PassThrough).on('data', (d) => (drawn += d));
+    const out: string[] = [];
+    const err: string[] = [];
+    await runSeedCommand(svc.client, ['--responses', '300', '--org', '5eed0000-0000-4000-8000-000000000002', '--surveys', '1', '--days', '3'], { out: (l) => out.push(l), err: (l) => err.push(l), terminal });
+    expect(drawn).to.match(/seed \[[^\]]+\] 100% \| 300\/300 responses \| [\d,]+ responses\/s \| ETA \S+/);
+    expect(err, 'no plain progress lines beside the bar').to.deep.equal([]);
+    expect(out).to.have.length(1);
   });
 
   it('spreads responses over the 10-year --days maximum (one partition per week: more than the default 100 per INSERT)', async () => {
