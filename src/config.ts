@@ -20,11 +20,15 @@ export interface Config {
     /** Local tables are Replicated* (CLICKHOUSE_REPLICATED=1). */
     replicated: boolean;
     keeperPath: string;
+    /** How long start-up waits for CLICKHOUSE_URL to answer before giving up. */
+    connectTimeoutMs: number;
   };
   /** Embedded engines to start (TALLYHOUSE_EMBEDDED_SHARDS): 1 = one engine, N > 1 = an N-shard embedded cluster. */
   embeddedShards: number;
   /** Shared state of several service instances (rate limits): REDIS_URL. */
   redisUrl: string | undefined;
+  /** Whether the first start on an empty embedded data directory creates the demo organization. */
+  demo: boolean;
   dataDir: string;
   rateLimits: { eventsPerSecond: number; releasesPerSecond: number; queriesPerSecond: number };
   bodyLimitBytes: number;
@@ -132,9 +136,11 @@ export function loadConfig(env: Env = process.env): Config {
       nodeUrls: urlList(env, 'CLICKHOUSE_URLS'),
       replicated: flag(env, 'CLICKHOUSE_REPLICATED'),
       keeperPath: str(env, 'CLICKHOUSE_KEEPER_PATH', '/clickhouse/tables/{shard}/{database}/{table}'),
+      connectTimeoutMs: int(env, 'CLICKHOUSE_CONNECT_TIMEOUT_MS', 5000, 100, 600_000),
     },
     embeddedShards: int(env, 'TALLYHOUSE_EMBEDDED_SHARDS', 1, 1, 16),
     redisUrl: redisUrl(env, 'REDIS_URL'),
+    demo: oneOf(env, 'TALLYHOUSE_DEMO', ['0', '1'], '1') === '1',
     dataDir: resolve(str(env, 'DATA_DIR', './data')),
     rateLimits: {
       eventsPerSecond: int(env, 'RATE_LIMIT_EVENTS', 50, 1, 1_000_000),
@@ -168,7 +174,9 @@ export const CONFIG_KEYS: ReadonlyArray<[string, string, string]> = [
   ['CLICKHOUSE_KEEPER_PATH', '/clickhouse/tables/{shard}/{database}/{table}', 'cluster mode: Keeper path of replicated tables'],
   ['TALLYHOUSE_EMBEDDED_SHARDS', '1', 'embedded engine only: N > 1 starts an N-shard embedded cluster in DATA_DIR (dev and tests)'],
   ['REDIS_URL', '(unset)', 'Redis shared by several service instances: global per-token rate limits'],
+  ['CLICKHOUSE_CONNECT_TIMEOUT_MS', '5000', 'start-up gives up when CLICKHOUSE_URL does not answer within this'],
   ['DATA_DIR', './data', 'embedded engine data directory'],
+  ['TALLYHOUSE_DEMO', '1', '0: no demo organization, tokens or data on the first start'],
   ['RATE_LIMIT_EVENTS', '50', 'requests/s per token on POST /1.0/event'],
   ['RATE_LIMIT_RELEASES', '10', 'requests/s per token on /1.0/release'],
   ['RATE_LIMIT_QUERIES', '20', 'requests/s per token on the survey reads together, separately on survey writes, and on the event reads (search, aggregation, user profile) together'],

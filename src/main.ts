@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { checkListen, listenError } from './cli/startup.ts';
 import { parseArgs, UsageError, type Options, type ParsedArgs } from './cli/args.ts';
 import { TOKEN_CREATE, TOKEN_LIST, TOKEN_REVOKE, tokenCreate, tokenList, tokenRevoke } from './cli/token.ts';
 import type { Database } from './clickhouse/connection.ts';
@@ -14,7 +15,7 @@ const engine = () => Promise.all([import('./clickhouse/connection.ts'), import('
 const out = (s: string): void => void process.stdout.write(s + '\n');
 
 async function serve(config: Config, log: Logger): Promise<void> {
-  const [[{ connectDatabase }, { migrate }], { createApp }, { features }, { TokenCache }, { ensureDemo, demoBanner }] = await Promise.all([
+  const [[, { migrate }], { createApp }, { features }, { TokenCache }, { ensureDemo, demoBanner, plainBanner }] = await Promise.all([
     engine(),
     import('./server/app.ts'),
     import('./routes.ts'),
@@ -22,18 +23,21 @@ async function serve(config: Config, log: Logger): Promise<void> {
     import('./cli/demo.ts'),
   ]);
   const { connectSharedLimits } = await import('./server/shared-limits.ts');
-  const db = await connectDatabase(config, log, { supervise: true });
+  // Port and host first: a bad one is known in a second, not after the engine and the demo data.
+  await checkListen(config.host, config.port);
+  const db = await openDatabase(config, log, true);
   const applied = await migrate(db);
   if (applied.length) log.info({ msg: 'migrations applied', applied });
   const sharedLimits = config.redisUrl ? connectSharedLimits(config.redisUrl, log) : undefined;
   const deps = { config, db, log, tokens: new TokenCache(), sharedLimits };
   const app = createApp(deps, features(deps));
-  const port = await app.listen(config.port, config.host);
+  const port = await app.listen(config.port, config.host).catch((err) => {
+    throw listenError(err, config.host, config.port);
+  });
   log.info({ msg: 'listening', host: config.host, port, engine: db.mode(), maxConnections: app.maxConnections });
-  if (!config.clickhouse.url) {
-    const demo = await ensureDemo(db, config.dataDir, log);
-    out(demoBanner(demo, `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`));
-  }
+  const baseUrl = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  if (!config.clickhouse.url && config.demo) out(demoBanner(await ensureDemo(db, config.dataDir, log), baseUrl));
+  else out(plainBanner(baseUrl, db.mode()));
 
   // SIGTERM (an orchestrator) or SIGINT (Ctrl-C; the engine is in its own process group, so it
   // keeps running until we stop it): stop accepting, answer what is in flight, commit what is
@@ -61,10 +65,19 @@ async function serve(config: Config, log: Logger): Promise<void> {
 /** Past this, the process exits 1 whatever is left (the HTTP grace is 20 s, the engine's stop 15 s at most). */
 const SHUTDOWN_DEADLINE_MS = 40_000;
 
+/** CLICKHOUSE_URL, or the embedded engine for DATA_DIR; a failure is one StartupError line. */
+async function openDatabase(config: Config, log: Logger, supervise: boolean): Promise<Database> {
+  const [[{ connectDatabase }], { checkClickHouse, checkDataDir, checkEngineLibrary }] = await Promise.all([engine(), import('./cli/startup.ts')]);
+  if (config.clickhouse.url) return checkClickHouse(config, () => connectDatabase(config, log, { supervise }));
+  checkDataDir(config.dataDir);
+  checkEngineLibrary();
+  return connectDatabase(config, log, { supervise });
+}
+
 /** One-shot commands: connect (to the running engine if there is one), run, disconnect. */
 async function withDatabase(config: Config, log: Logger, fn: (db: Database) => Promise<void>) {
-  const [{ connectDatabase }, { migrate }] = await engine();
-  const db = await connectDatabase(config, log, { supervise: false });
+  const [, { migrate }] = await engine();
+  const db = await openDatabase(config, log, false);
   try {
     await migrate(db);
     await fn(db);
@@ -205,7 +218,9 @@ main(process.argv.slice(2)).then(
       process.stderr.write(`tallyhouse: ${err.message}\n`);
       process.exit(2);
     }
-    process.stderr.write(`tallyhouse: ${err?.stack ?? err}\n`);
+    // One line: what failed and which setting to change; the stack only when asked for.
+    const debug = process.env.LOG_LEVEL === 'debug';
+    process.stderr.write(`tallyhouse: ${debug ? (err?.stack ?? err) : String(err?.message ?? err).split('\n')[0]}\n`);
     process.exit(1);
   },
 );

@@ -54,6 +54,17 @@ async function mintAll(db: Database, orgId: string): Promise<Record<Scope, strin
   return tokens;
 }
 
+/** Without demo data (TALLYHOUSE_DEMO=0, or a ClickHouse server): where it runs, how to get a token. */
+export function plainBanner(baseUrl: string, mode: string): string {
+  return `
+tallyhouse is running at ${baseUrl} (${mode === 'external' ? 'ClickHouse at CLICKHOUSE_URL' : 'embedded ClickHouse engine'})
+
+Create a token:  tallyhouse token create --org <uuid> --scope events,releases,responses:read,responses:write
+
+API docs: ${baseUrl}/docs (OpenAPI: ${baseUrl}/openapi.json) and README.md. Stop with Ctrl-C.
+`;
+}
+
 export function demoBanner(demo: Demo, baseUrl: string): string {
   const t = demo.tokens;
   const survey = demo.survey_ids[0] ?? '*';

@@ -120,9 +120,15 @@ class ExternalDatabase implements Database {
   }
   async waitUntilUp(timeoutMs: number) {
     const deadline = Date.now() + timeoutMs;
-    while (!(await this.pair.admin.ping()).success) {
-      if (Date.now() > deadline) throw new Error(`ClickHouse at ${this.config.clickhouse.url} did not answer within ${timeoutMs} ms`);
-      await sleep(500);
+    let last = '';
+    for (;;) {
+      // A ping to a host that drops packets would wait for the request timeout (60 s): race it.
+      const remaining = Math.max(deadline - Date.now(), 0);
+      const result = await Promise.race([this.pair.admin.ping(), sleep(remaining).then(() => ({ success: false as const, error: new Error('no answer') }))]);
+      if (result.success) break;
+      last = String((result as { error?: Error }).error?.message ?? '');
+      if (Date.now() >= deadline) throw new Error(`ClickHouse at ${this.config.clickhouse.url} did not answer within ${timeoutMs} ms${last ? ` (${last})` : ''}`);
+      await sleep(Math.min(500, Math.max(deadline - Date.now(), 0)));
     }
     this.up = true;
   }
@@ -313,7 +319,10 @@ export async function connectDatabase(config: Config, log: Logger, opts: Connect
   if (!config.clickhouse.url && config.embeddedShards > 1) return connectEmbeddedCluster(config, log, opts);
   if (config.clickhouse.url) {
     const db = new ExternalDatabase(config, log);
-    await db.waitUntilUp(30_000);
+    await db.waitUntilUp(config.clickhouse.connectTimeoutMs).catch(async (err) => {
+      await db.close();
+      throw err;
+    });
     return db;
   }
   const db = new EmbeddedDatabase(config, log, opts.supervise, { extraArgs: opts.engineArgs });
