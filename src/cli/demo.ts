@@ -81,6 +81,13 @@ Demo organization ${demo.org_id}
   responses:read   ${t['responses:read']}
   responses:write  ${t['responses:write']}
 
+For the README's examples, paste:
+  export EVENTS_TOKEN=${t.events}
+  export EVENTS_READ_TOKEN=${t['events:read']}
+  export RELEASES_TOKEN=${t.releases}
+  export READ_TOKEN=${t['responses:read']}
+  export WRITE_TOKEN=${t['responses:write']}
+
 Try it:
 
 curl -s -X POST ${baseUrl}/1.0/event -H 'Authorization: Bearer ${t.events}' -H 'Content-Type: application/json' \\
@@ -108,6 +115,6 @@ curl -s -X SEARCH ${baseUrl}/1.0/event/aggregation -H 'Authorization: Bearer ${t
 
 curl -s ${baseUrl}/1.0/user/user-1 -H 'Authorization: Bearer ${t['events:read']}'
 
-API docs: ${baseUrl}/openapi.json and README.md. Stop with Ctrl-C.
+API docs: ${baseUrl}/docs (OpenAPI: ${baseUrl}/openapi.json) and README.md. Stop with Ctrl-C.
 `;
 }

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -75,6 +75,22 @@ describe('tallyhouse serve + CLI on one data directory', function () {
         const nonEmpty = body.hits?.total?.value > 0 || (body.nps_groups?.total ?? 0) > 0 || (body.aggregations?.buckets?.length ?? 0) > 0;
         expect(nonEmpty, command).to.equal(true);
       }
+    }
+  });
+
+  it('runs every curl example of README.md as pasted, once the banner\'s export lines are pasted', async () => {
+    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+    const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).filter((block) => /^curl /m.test(block));
+    expect(blocks.length).to.be.at.least(8);
+    const exports = banner.split('\n').filter((line) => /^\s+export [A-Z_]+=\S+$/.test(line));
+    expect(exports.map((l) => l.trim().split('=')[0])).to.include.members(['export EVENTS_TOKEN', 'export RELEASES_TOKEN', 'export READ_TOKEN', 'export WRITE_TOKEN']);
+    // Each curl call prints only its status; the README's own address is this server's.
+    const statusOnly = `curl() { command curl --silent --show-error --output /dev/null --write-out '%{http_code}\\n' "$@"; }`;
+    for (const block of blocks) {
+      const { stdout } = await run('bash', ['-c', [...exports, statusOnly, block.replaceAll('localhost:8080', new URL(baseUrl).host)].join('\n')]);
+      const statuses = stdout.trim().split('\n').map(Number);
+      expect(statuses, block).to.have.length(block.match(/^curl /gm)!.length);
+      for (const status of statuses) expect(status, block).to.be.within(200, 299);
     }
   });
 
