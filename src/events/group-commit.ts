@@ -14,6 +14,8 @@ export interface GroupCommitOptions {
    * when nothing else is queued, so no request is refused forever. Default: no bound.
    */
   maxQueuedBytes?: number;
+  /** The bytes a chunk holds (default: a Buffer's or a string's length). */
+  sizeOf?: (chunk: never) => number;
   /** INSERTs in flight at once. */
   maxConcurrentFlushes: number;
   /**
@@ -67,7 +69,7 @@ export class GroupCommitter<Chunk> {
     if (this.waitingRows + this.inFlightRows + rows > this.opts.maxQueuedRows) {
       return Promise.reject(unavailable('The ingest queue is full; retry shortly', 1));
     }
-    const bytes = byteSize(chunk);
+    const bytes = this.opts.sizeOf ? this.opts.sizeOf(chunk as never) : byteSize(chunk);
     if (this.queuedBytes > 0 && this.queuedBytes + bytes > (this.opts.maxQueuedBytes ?? Infinity)) {
       return Promise.reject(unavailable('The ingest queue is full; retry shortly', 1));
     }

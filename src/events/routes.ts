@@ -22,6 +22,8 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> 
     }
   };
   return new GroupCommitter<EventChunk>(insert, {
+    // The encoded rows are what a waiting request holds (the byte bound of the queue).
+    sizeOf: (chunk: EventChunk) => chunk.body.length,
     maxRows: ingest.batchMaxRows,
     delayMs: ingest.batchDelayMs,
     maxQueuedRows: ingest.maxQueuedRows,
