@@ -65,7 +65,8 @@ export class IdempotencyStore {
   /** `clustered`: CLICKHOUSE_CLUSTER mode, where claims are ordered by time, not by commit (schema/011). */
   constructor(
     private readonly client: () => ClickHouseClient,
-    private readonly clustered = false,
+    /** Read when needed: the route table is built before anything talks to the database. */
+    private readonly isClustered: () => boolean = () => false,
   ) {}
 
   /**
@@ -122,10 +123,11 @@ export class IdempotencyStore {
 
   private async rows(req: IdempotentRequest): Promise<Row[]> {
     const p = new ParamBag();
-    const order = this.clustered ? 'createdAt, claimId, state' : 'block, state';
+    const clustered = this.isClustered();
+    const order = clustered ? 'createdAt, claimId, state' : 'block, state';
     const rs = await this.client().query({
       query: `SELECT toString(claim_id) AS claimId, toString(state) AS state, body_hash AS bodyHash, status, response,
-                     ${this.clustered ? '0' : '_block_number'} AS block, toUnixTimestamp64Milli(created_at) AS createdAt
+                     ${clustered ? '0' : '_block_number'} AS block, toUnixTimestamp64Milli(created_at) AS createdAt
               FROM idempotency_keys
               WHERE org_id = ${p.add(req.orgId, 'UUID')} AND endpoint = ${p.add(req.endpoint, 'String')} AND key = ${p.add(req.key, 'String')}
                 AND created_at >= ${p.add(formatDbDate(new Date(Date.now() - IDEMPOTENCY_WINDOW_MS)), "DateTime64(3, 'UTC')")}

@@ -7,7 +7,7 @@ import { releaseBodySchema, releaseListQuerySchema, releaseListSchema, releaseSc
 import { createRelease, listReleases } from './store.ts';
 
 export function releasesFeature(deps: AppDeps): Feature {
-  const keys = new IdempotencyStore(() => deps.db.client(), deps.db.cluster !== undefined);
+  const keys = new IdempotencyStore(() => deps.db.client(), () => deps.db.cluster !== undefined);
   return {
     routes: [
       defineRoute<v.InferOutput<typeof releaseBodySchema>>({

@@ -23,7 +23,7 @@ export function responsesFeature(deps: AppDeps): Feature {
   // 1000 records with answers exceed 1 MiB, and so can a read's filters (100 of 1000 values each).
   const limitBytes = deps.config.bodyLimitBytes * 16;
   const client = () => deps.db.client();
-  const keys = new IdempotencyStore(client, deps.db.cluster !== undefined);
+  const keys = new IdempotencyStore(client, () => deps.db.cluster !== undefined);
   return {
     routes: [
       defineRoute<v.InferOutput<typeof responseBatchSchema>>({
