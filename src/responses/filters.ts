@@ -29,10 +29,14 @@
  *     has no entry with that key.
  */
 import * as v from 'valibot';
-import { charCount, maxChars } from '../chars.ts';
+import { maxChars } from '../chars.ts';
 import { invalid } from '../errors.ts';
 import { ignored, jsonObject } from '../validation.ts';
-import { formatDb, parseIsoMicros, compareMicros } from '../time/iso.ts';
+import { formatDb, parseIsoMicros } from '../time/iso.ts';
+import {
+  MAX_FILTERS, MAX_FILTER_VALUES, MAX_VALUE_LENGTH, UUID_PATTERN, args, boundedString, noArgs, scalar,
+  rangeSchema as sharedRangeSchema, type FilterProblem, type Scalar,
+} from '../query/filter-args.ts';
 import { EQ_IN, NEGATIVE, OPERATORS, type Operator, type Positive } from '../query/operators.ts';
 
 export { OPERATORS, type Operator } from '../query/operators.ts';
@@ -59,7 +63,7 @@ const KEY_SYNONYMS: Record<string, ResponseKey> = { respondent_aliases: 'respond
 
 export const HIDDEN_FIELD_OPERATORS = OPERATORS;
 
-export type Scalar = string | number | boolean;
+export type { Scalar } from '../query/filter-args.ts';
 
 const NUMERIC = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
 
@@ -90,13 +94,11 @@ export type FilterNode =
   | { readonly kind: 'hidden_field'; readonly key: string; readonly op: 'gt' | 'lt'; readonly negate: false; readonly value: string | number }
   | { readonly kind: 'hidden_field'; readonly key: string; readonly op: 'before' | 'after'; readonly negate: false; readonly value: string /* DateTime64 text */ };
 
-export const MAX_FILTERS = 100;
-export const MAX_FILTER_VALUES = 1000;
-export const MAX_VALUE_LENGTH = 1000;
+export { MAX_FILTERS, MAX_FILTER_VALUES, MAX_VALUE_LENGTH };
 export const MAX_OFFSET = 100_000;
 export const MAX_SIZE = 1000;
 
-const UUID = /^[\da-f]{8}(?:-[\da-f]{4}){3}-[\da-f]{12}$/i;
+const UUID = UUID_PATTERN;
 
 
 interface RawFilter {
@@ -107,7 +109,7 @@ interface RawFilter {
   values?: unknown[];
 }
 
-type Problem = { field: 'key' | 'operator' | 'value' | 'values'; message: string; index?: number };
+type Problem = FilterProblem;
 
 const rawFilterSchema = v.object({
   type: v.optional(v.picklist(['response', 'response.hidden_field'], 'type must be "response" or "response.hidden_field"'), 'response'),
@@ -218,90 +220,8 @@ function hiddenFieldNode(f: RawFilter): FilterNode | Problem[] {
   }
 }
 
-function scalar(x: unknown): Scalar | undefined {
-  if (typeof x === 'boolean') return x;
-  if (typeof x === 'number') return Number.isFinite(x) ? x : undefined;
-  return boundedString(0)(x);
-}
-
-function boundedString(min: number) {
-  return (x: unknown): string | undefined =>
-    typeof x === 'string' && x.length >= min && charCount(x) <= MAX_VALUE_LENGTH ? x : undefined;
-}
-
-/** `null`/`not_null` take no argument. */
-function noArgs(f: RawFilter, problems: Problem[]): Problem[] | undefined {
-  if (f.value !== undefined) problems.push({ field: 'value', message: `operator "${f.operator}" takes no value` });
-  if (f.values !== undefined) problems.push({ field: 'values', message: `operator "${f.operator}" takes no values` });
-  return problems.length ? problems : undefined;
-}
-
-/**
- * Reads the argument(s): `values` (a list) for in/not_in, `value` (one) for the rest.
- * Returns the converted list (one element for single-value operators); problems go to `problems`.
- */
-function args<T>(f: RawFilter, op: Operator, problems: Problem[], convert: (x: unknown) => T | undefined, expected: string): T[] {
-  if (op === 'in') {
-    if (f.value !== undefined) problems.push({ field: 'value', message: `operator "${f.operator}" takes "values" (a list), not "value"` });
-    if (f.values === undefined) {
-      problems.push({ field: 'values', message: `operator "${f.operator}" needs "values" (a non-empty list)` });
-      return [];
-    }
-    const out: T[] = [];
-    f.values.forEach((x, i) => {
-      const c = convert(x);
-      if (c === undefined) problems.push({ field: 'values', index: i, message: `must be ${expected}${maxNote(x)}` });
-      else out.push(c);
-    });
-    return out;
-  }
-  if (f.values !== undefined) problems.push({ field: 'values', message: `operator "${f.operator}" takes "value", not "values"` });
-  if (f.value === undefined || f.value === null) {
-    problems.push({ field: 'value', message: `operator "${f.operator}" needs a "value"` });
-    return [];
-  }
-  const c = convert(f.value);
-  if (c === undefined) {
-    problems.push({ field: 'value', message: `must be ${expected}${maxNote(f.value)}` });
-    return [];
-  }
-  return [c];
-}
-
-function maxNote(x: unknown): string {
-  return typeof x === 'string' && charCount(x) > MAX_VALUE_LENGTH ? ` of at most ${MAX_VALUE_LENGTH} characters` : '';
-}
-
-export const rangeSchema = v.pipe(
-  jsonObject({
-    field: v.optional(v.picklist(['created_at'], 'range.field must be "created_at"'), 'created_at'),
-    start: v.optional(isoInstant('start')),
-    end: v.optional(isoInstant('end')),
-  }, 'range'),
-  v.rawTransform(({ dataset, addIssue, NEVER }) => {
-    const { start, end } = dataset.value;
-    if (start && end && compareMicros(start.t, end.t) > 0) {
-      addIssue({ message: 'range.start must not be after range.end', path: [{ type: 'object', origin: 'value', input: dataset.value as never, key: 'start', value: start }] });
-      return NEVER;
-    }
-    // Inclusive bounds as DateTime64(6) texts, ready to be parameters.
-    return { field: 'created_at' as const, start: start?.db, end: end?.db };
-  }),
-);
-
-function isoInstant(name: string) {
-  return v.pipe(
-    v.string(`${name} must be an ISO 8601 string`),
-    v.rawTransform(({ dataset, addIssue, NEVER }) => {
-      const t = parseIsoMicros(dataset.value);
-      if (!t) {
-        addIssue({ message: `${name} must be an ISO 8601 date or date-time, e.g. 2024-01-02T03:04:05.123456Z` });
-        return NEVER;
-      }
-      return { t, db: formatDb(t) };
-    }),
-  );
-}
+/** `range` on created_at, both ends inclusive (DateTime64(6) texts, ready to be parameters). */
+export const rangeSchema = sharedRangeSchema('created_at', 'date or date-time, e.g. 2024-01-02T03:04:05.123456Z');
 
 /** filters_bool, filters, range: the part shared by search, summary and aggregation. */
 export const queryScopeEntries = {

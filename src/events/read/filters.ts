@@ -27,9 +27,13 @@
 import * as v from 'valibot';
 import { EVENT_TYPES } from '../schema.ts';
 import { EQ_IN, OPERATORS, splitOperator, type Operator } from '../../query/operators.ts';
-import { formatDb, parseIsoMicros, compareMicros } from '../../time/iso.ts';
+import { formatDb, parseIsoMicros } from '../../time/iso.ts';
+import {
+  MAX_FILTERS, MAX_FILTER_VALUES, MAX_VALUE_LENGTH, UUID_PATTERN, args, boundedString, noArgs, rangeSchema, scalar,
+  type FilterProblem, type Scalar,
+} from '../../query/filter-args.ts';
 import { jsonObject } from '../../validation.ts';
-import { charCount, maxChars } from '../../chars.ts';
+import { maxChars } from '../../chars.ts';
 
 const TEXT_OPS = [...EQ_IN, 'contains', 'not_contains', 'null', 'not_null'] as const;
 const NAME_OPS = [...EQ_IN, 'null', 'not_null'] as const;
@@ -55,7 +59,7 @@ export type EventFilterKey = keyof typeof EVENT_KEY_OPERATORS;
 /** Keys that are a plain String column of `events` ('' when the event does not carry it). */
 export type TextKey = 'event_name' | 'user_alias' | 'url' | 'screen_name' | 'context_locale' | 'context_timezone' | 'agent_id' | 'conversation_id';
 
-export type Scalar = string | number | boolean;
+export type { Scalar } from '../../query/filter-args.ts';
 
 /** One filter after parsing. `negate` carries the negative operators (neq, not_in, ...). */
 export type EventFilterNode =
@@ -73,11 +77,9 @@ export type JsonTest =
   | { readonly op: 'lt' | 'gt'; readonly value: string | number }
   | { readonly op: 'before' | 'after'; readonly value: string /* DateTime64(6) text */ };
 
-export const MAX_FILTERS = 100;
-export const MAX_FILTER_VALUES = 1000;
-export const MAX_VALUE_LENGTH = 1000;
+export { MAX_FILTERS, MAX_FILTER_VALUES, MAX_VALUE_LENGTH };
 
-const UUID = /^[\da-f]{8}(?:-[\da-f]{4}){3}-[\da-f]{12}$/i;
+const UUID = UUID_PATTERN;
 
 interface RawFilter {
   key: string;
@@ -87,7 +89,7 @@ interface RawFilter {
   property_key?: string;
 }
 
-type Problem = { field: 'key' | 'operator' | 'value' | 'values' | 'property_key'; message: string; index?: number };
+type Problem = FilterProblem;
 
 const rawFilterSchema = jsonObject({
   key: v.pipe(v.string('key must be a string'), v.minLength(1, 'key must not be empty')),
@@ -188,83 +190,8 @@ function jsonTest(f: RawFilter, op: ReturnType<typeof splitOperator>['op'], prob
   }
 }
 
-function scalar(x: unknown): Scalar | undefined {
-  if (typeof x === 'boolean') return x;
-  if (typeof x === 'number') return Number.isFinite(x) ? x : undefined;
-  return boundedString(0)(x);
-}
-
-function boundedString(min: number) {
-  return (x: unknown): string | undefined =>
-    typeof x === 'string' && x.length >= min && charCount(x) <= MAX_VALUE_LENGTH ? x : undefined;
-}
-
-/** `null`/`not_null` take no argument. */
-function noArgs(f: RawFilter, problems: Problem[]): Problem[] | undefined {
-  if (f.value !== undefined) problems.push({ field: 'value', message: `operator "${f.operator}" takes no value` });
-  if (f.values !== undefined) problems.push({ field: 'values', message: `operator "${f.operator}" takes no values` });
-  return problems.length ? problems : undefined;
-}
-
-/** `values` (a list) for in/not_in, `value` (one) for the rest; the converted list, problems to `problems`. */
-function args<T>(f: RawFilter, op: Operator, problems: Problem[], convert: (x: unknown) => T | undefined, expected: string): T[] {
-  if (op === 'in') {
-    if (f.value !== undefined) problems.push({ field: 'value', message: `operator "${f.operator}" takes "values" (a list), not "value"` });
-    if (f.values === undefined) {
-      problems.push({ field: 'values', message: `operator "${f.operator}" needs "values" (a non-empty list)` });
-      return [];
-    }
-    const out: T[] = [];
-    f.values.forEach((x, i) => {
-      const c = convert(x);
-      if (c === undefined) problems.push({ field: 'values', index: i, message: `must be ${expected}` });
-      else out.push(c);
-    });
-    return out;
-  }
-  if (f.values !== undefined) problems.push({ field: 'values', message: `operator "${f.operator}" takes "value", not "values"` });
-  if (f.value === undefined || f.value === null) {
-    problems.push({ field: 'value', message: `operator "${f.operator}" needs a "value"` });
-    return [];
-  }
-  const c = convert(f.value);
-  if (c === undefined) {
-    problems.push({ field: 'value', message: `must be ${expected}` });
-    return [];
-  }
-  return [c];
-}
-
 /** `{field: "timestamp", start, end}`, both inclusive, as DateTime64(6) texts. */
-export const eventRangeSchema = v.pipe(
-  jsonObject({
-    field: v.optional(v.picklist(['timestamp'], 'range.field must be "timestamp"'), 'timestamp'),
-    start: v.optional(isoInstant('start')),
-    end: v.optional(isoInstant('end')),
-  }, 'range'),
-  v.rawTransform(({ dataset, addIssue, NEVER }) => {
-    const { start, end } = dataset.value;
-    if (start && end && compareMicros(start.t, end.t) > 0) {
-      addIssue({ message: 'range.start must not be after range.end', path: [{ type: 'object', origin: 'value', input: dataset.value as never, key: 'start', value: start }] });
-      return NEVER;
-    }
-    return { field: 'timestamp' as const, start: start?.db, end: end?.db };
-  }),
-);
-
-function isoInstant(name: string) {
-  return v.pipe(
-    v.string(`${name} must be an ISO 8601 string`),
-    v.rawTransform(({ dataset, addIssue, NEVER }) => {
-      const t = parseIsoMicros(dataset.value);
-      if (!t) {
-        addIssue({ message: `${name} must be an ISO 8601 date or date-time with an offset, e.g. 2026-11-01T00:00:00Z` });
-        return NEVER;
-      }
-      return { t, db: formatDb(t) };
-    }),
-  );
-}
+export const eventRangeSchema = rangeSchema('timestamp', 'date or date-time with an offset, e.g. 2026-11-01T00:00:00Z');
 
 /** filters_bool, filters, range: the part shared by event search and aggregation. */
 export const eventScopeEntries = {
