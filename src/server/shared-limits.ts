@@ -28,8 +28,6 @@ if used == 1 then redis.call('EXPIRE', key, 2) end
 return tonumber(ARGV[1]) - used`;
 
 export interface SharedLimits {
-  /** Whether the shared store answered its last check (false: instances use their own limits). */
-  healthy(): boolean;
   /** Takes one from the (class, token) window: the requests left, negative when over; undefined when Redis failed. */
   take(name: string, key: string, perSecond: number): Promise<number | undefined>;
   state(): 'shared' | 'local (redis unreachable)';
@@ -66,7 +64,6 @@ export function connectSharedLimits(url: string, log: Logger): SharedLimits {
   timer.unref();
 
   return {
-    healthy: () => up,
     state: () => (up ? 'shared' : 'local (redis unreachable)'),
     take: async (name, key, perSecond) => {
       if (!up) return undefined;
