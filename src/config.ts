@@ -36,6 +36,8 @@ export interface Config {
   /** Open client connections at once; undefined: derived from the process's descriptor limit at start-up. */
   maxConnections: number | undefined;
   logLevel: LogLevel;
+  /** How long a token lookup (known or unknown) is cached: the delay before a revocation applies. */
+  tokenCacheTtlMs: number;
 }
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -157,6 +159,7 @@ export function loadConfig(env: Env = process.env): Config {
     },
     maxConnections: env.MAX_CONNECTIONS === undefined || env.MAX_CONNECTIONS === '' ? undefined : int(env, 'MAX_CONNECTIONS', 0, 1, 10_000_000),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
+    tokenCacheTtlMs: int(env, 'TOKEN_CACHE_TTL_MS', 5000, 0, 3_600_000),
   };
 }
 
@@ -188,4 +191,5 @@ export const CONFIG_KEYS: ReadonlyArray<[string, string, string]> = [
   ['INGEST_MAX_CONCURRENT_FLUSHES', '1', 'inserts in flight at once; requests arriving meanwhile go into the next one'],
   ['MAX_CONNECTIONS', '(derived)', 'open client connections at once (more are closed at accept); default: the open-file limit minus a reserve'],
   ['LOG_LEVEL', 'info', 'debug, info, warn, error or silent'],
+  ['TOKEN_CACHE_TTL_MS', '5000', 'token lookups (known and unknown) are cached this long: a revoked token stops working within it; 0 = no cache'],
 ];

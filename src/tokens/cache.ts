@@ -4,7 +4,7 @@ import { unavailable } from '../errors.ts';
 import { findActiveToken, hashToken, type TokenIdentity } from './tokens.ts';
 
 /**
- * Token lookups cached for TOKEN_CACHE_TTL_MS, hits and misses alike: a revocation takes effect
+ * Token lookups cached for TOKEN_CACHE_TTL_MS (config; 5 s by default), hits and misses alike: a revocation takes effect
  * within that time, and an unknown token (a typo, a flood of made-up ones) costs one query per TTL,
  * not one per request. A minted token is random, so it cannot have been cached as unknown before
  * it existed.

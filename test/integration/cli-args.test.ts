@@ -16,7 +16,7 @@ const VERSION = JSON.parse(readFileSync(new URL('../../package.json', import.met
  * usage. The commands come from the top-level help, so a new command is covered here too.
  */
 describe('tallyhouse CLI arguments', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   const dataDir = join(tmpdir(), `tallyhouse-cli-args-${process.pid}-never-created`);
   const cli = async (...args: string[]) => {
     const r = await run(process.execPath, [BIN, ...args], { env: { ...process.env, DATA_DIR: dataDir, PORT: 'not-read-by-help' }, timeout: 60_000 }).then(

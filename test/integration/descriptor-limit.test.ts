@@ -10,7 +10,7 @@ import { isAlive, startServiceProcess, type ServiceProcess } from './service-pro
  * child's unhandled 'error' event.
  */
 describe('descriptor exhaustion under a 2,048-descriptor limit', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   let svc: ServiceProcess;
 
   before(async () => {

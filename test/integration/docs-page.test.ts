@@ -10,7 +10,7 @@ export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
  * /openapi.json, and shows every operation of the document.
  */
 describe('/docs in a headless browser', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   let service: TestService;
   let browser: Browser;
 

@@ -14,7 +14,7 @@ import { request } from './harness.ts';
 
 /** The service owns and supervises its own engine here, as `tallyhouse serve` does. */
 describe('embedded engine supervision', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   let dataDir: string;
   let db: Database;
   let app: App;

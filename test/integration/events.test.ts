@@ -210,7 +210,7 @@ describe('POST /1.0/event (HTTP)', () => {
   });
 
   it('random JSON bodies and headers never produce a 500', async function () {
-    this.timeout(120_000);
+    this.timeout(300_000);
     const n = await count();
     await fc.assert(
       fc.asyncProperty(

@@ -8,7 +8,7 @@ import { startTestService, type TestService } from './harness.ts';
  * documented object instead of dropping their filters. And the POST alias of every SEARCH route.
  */
 describe('hardening: routes, parameters and body shapes', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   let svc: TestService;
   let read: string;
   let write: string;

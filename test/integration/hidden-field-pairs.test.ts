@@ -18,7 +18,7 @@ const FILTER_VALUES: unknown[] = [0, -0, 0.1 + 0.2, 1e21, 1e-7, 123456789.123, 2
 type Entry = HiddenFieldEntry;
 
 describe('hidden fields through hf_pairs: eq/in and buckets keep the typed semantics', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   let svc: TestService;
   let token: string;
   const records: Array<{ id: string; entries: Entry[] }> = [];

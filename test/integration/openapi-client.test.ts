@@ -19,7 +19,7 @@ interface Operation {
  * The operations come from the document, so a route added later is called here too.
  */
 describe('a client generated from /openapi.json calls every operation', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   let service: TestService;
   let doc: any;
   let operations: Operation[];

@@ -31,7 +31,6 @@ describe('rate limits (HTTP)', () => {
   });
 
   it('counts per token, and admits again after the window', async function () {
-    this.timeout(10_000);
     const a = await svc.token(['events']);
     const b = await svc.token(['events']);
     const burst = (token: string) => Promise.all(Array.from({ length: 6 }, () => svc.request('POST', '/1.0/event', { token, body: [{ type: 'track', event_name: 'x' }] })));

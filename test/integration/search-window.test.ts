@@ -9,7 +9,7 @@ import { startTestService, type TestService } from './harness.ts';
  * the newest-first list computed in JS.
  */
 describe('search: pages read from the smallest window that holds them', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   let svc: TestService;
   let token: string;
   const survey = randomUUID();

@@ -10,7 +10,7 @@ import { startTestService, type TestService } from './harness.ts';
  * data as real data.
  */
 describe('seed: synthetic events', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   let svc: TestService;
   const N = 5000;
   const query = async <T = Record<string, any>>(sql: string) =>

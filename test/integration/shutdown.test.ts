@@ -79,7 +79,7 @@ function expectGracefulExit(svc: ServiceProcess, exit: { code: number | null; si
 }
 
 describe('graceful shutdown of tallyhouse serve (real signals)', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   let svc: ServiceProcess | undefined;
   afterEach(async () => {
     await svc?.cleanup();
@@ -90,7 +90,8 @@ describe('graceful shutdown of tallyhouse serve (real signals)', function () {
     svc = await startServiceProcess({ env: { RATE_LIMIT_EVENTS: '1000000', INGEST_BATCH_DELAY_MS: '50' } });
     const enginePid = svc.engineState().pid;
     const load = keepAliveLoad(svc, 16, 3);
-    await waitUntil(() => load.outcomes.filter((o) => o.status === 200).length >= 200, '200 acknowledged requests');
+    // Enough acknowledged requests to know the load runs; few enough for a slow machine.
+    await waitUntil(() => load.outcomes.filter((o) => o.status === 200).length >= 50, '50 acknowledged requests', 100_000);
     svc.child.kill('SIGTERM');
     const exit = await svc.exited;
     await load.done;

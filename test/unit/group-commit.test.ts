@@ -161,6 +161,9 @@ describe('GroupCommitter', () => {
 });
 
 describe('GroupCommitter: a batch that fails because of one request\'s rows', () => {
+  // Long enough that every request submitted in one synchronous loop lands in the first batch,
+  // even on a machine slow enough to spend milliseconds between two submits.
+  const GATHER_MS = 200;
   class BadRows extends Error {}
   const classify = (err: unknown) => (err instanceof BadRows ? Object.assign(new Error('bad rows'), { status: 400 }) : undefined);
 
@@ -182,7 +185,7 @@ describe('GroupCommitter: a batch that fails because of one request\'s rows', ()
 
   it('splits the batch in halves until the request at fault is alone: only it fails (with the 4xx), the others are stored once', async () => {
     const r = recorder();
-    const gc = new GroupCommitter(r.insert, { ...OPTIONS, delayMs: 5, classify });
+    const gc = new GroupCommitter(r.insert, { ...OPTIONS, delayMs: GATHER_MS, classify });
     const results = await submitAll(gc, ['a', 'b', 'c', 'bad', 'e', 'f', 'g', 'h']);
     expect(r.attempts).to.deep.equal([
       ['a', 'b', 'c', 'bad', 'e', 'f', 'g', 'h'],
@@ -201,7 +204,7 @@ describe('GroupCommitter: a batch that fails because of one request\'s rows', ()
 
   it('a store failure while splitting fails what is left with 503, without trying it', async () => {
     const r = recorder(3); // the first 3 INSERTs reach the store, then it is down
-    const gc = new GroupCommitter(r.insert, { ...OPTIONS, delayMs: 5, classify });
+    const gc = new GroupCommitter(r.insert, { ...OPTIONS, delayMs: GATHER_MS, classify });
     const results = await submitAll(gc, ['a', 'b', 'c', 'bad', 'e', 'f']);
     // [a b c bad e f] refused -> [a b c] stored -> [bad e f] refused -> [bad e]: store down.
     expect(r.attempts).to.deep.equal([['a', 'b', 'c', 'bad', 'e', 'f'], ['a', 'b', 'c'], ['bad', 'e', 'f'], ['bad', 'e']]);
@@ -218,7 +221,7 @@ describe('GroupCommitter: a batch that fails because of one request\'s rows', ()
         attempts++;
         throw new Error('ECONNREFUSED');
       },
-      { ...OPTIONS, delayMs: 5, classify },
+      { ...OPTIONS, delayMs: GATHER_MS, classify },
     );
     const results = await Promise.allSettled([gc.submit('a', 1), gc.submit('b', 1)]);
     expect(attempts).to.equal(1);
@@ -230,7 +233,7 @@ describe('GroupCommitter: a batch that fails because of one request\'s rows', ()
       async () => {
         throw new BadRows();
       },
-      { ...OPTIONS, delayMs: 5, classify },
+      { ...OPTIONS, delayMs: GATHER_MS, classify },
     );
     const [r] = await Promise.allSettled([gc.submit('bad', 1)]);
     expect((r as PromiseRejectedResult).reason).to.include({ status: 400 });

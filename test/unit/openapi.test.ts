@@ -53,7 +53,7 @@ describe('route table: every route is documented completely', () => {
 });
 
 describe('OpenAPI document', function () {
-  this.timeout(120_000);
+  this.timeout(300_000);
   const doc = openApiDocument(allRoutes());
   const operations = Object.entries(doc.paths as Record<string, Record<string, any>>).flatMap(([path, ops]) => Object.entries(ops).map(([method, op]) => ({ path, method, op })));
 
