@@ -64,16 +64,30 @@ function estimateBytes(rows: unknown[]): number {
   return 64 + rows.length * 2 * JSON.stringify(rows[0]).length;
 }
 
+/** Runs a compiled query, without any cache: its rows. */
+export async function queryRows<T>(client: ClickHouseClient, q: CompiledQuery, settings: ClickHouseSettings): Promise<T[]> {
+  const rs = await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: settings });
+  return rs.json<T>();
+}
+
 /** Runs a compiled dashboard query through the polling cache, with `settings` plus the cache settings. */
 export function runDashboardQuery<T>(client: ClickHouseClient, q: CompiledQuery, settings: ClickHouseSettings): Promise<T[]> {
+  return pollingCached(client, `${q.sql}\u0000${JSON.stringify(q.params)}`, () => queryRows<T>(client, q, { ...settings, ...DASHBOARD_QUERY_CACHE_SETTINGS }));
+}
+
+/**
+ * The result of `compute` for `key`, shared by every call with that key within POLL_WINDOW_MS of
+ * the run that started it. A read made of several queries (the pending marks, the histogram
+ * bounds, then the query they shape) is cached as a whole under a key naming the request: caching
+ * its queries one by one could join a 3 s old pending list to fresh rollup rows, an answer that
+ * was never true at any instant.
+ */
+export function pollingCached<T>(client: ClickHouseClient, key: string, compute: () => Promise<T[]>): Promise<T[]> {
   const cache = cacheOf(client);
-  const key = `${q.sql}\u0000${JSON.stringify(q.params)}`;
   const hit = cache.get(key);
   if (hit) return hit.rows as Promise<T[]>;
 
-  const rows = client
-    .query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: { ...settings, ...DASHBOARD_QUERY_CACHE_SETTINGS } })
-    .then((rs) => rs.json<T>());
+  const rows = compute();
   cache.set(key, { rows }, { size: PENDING_SIZE });
   // Failures and big results are not kept; a kept result is charged its size, its expiry unchanged.
   rows.then(
@@ -87,4 +101,9 @@ export function runDashboardQuery<T>(client: ClickHouseClient, q: CompiledQuery,
     },
   );
   return rows;
+}
+
+/** A cache key for a request's parts (bigints as text). */
+export function requestKey(kind: string, parts: unknown): string {
+  return `${kind}\u0000${JSON.stringify(parts, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))}`;
 }

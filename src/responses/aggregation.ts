@@ -45,7 +45,7 @@ import {
   type GroupByRule,
 } from './group-by.ts';
 import { formatMicros, parseInstantMicros, planHistogram, truncateTo, type HistogramPlan } from '../query/histogram.ts';
-import { runDashboardQuery } from '../clickhouse/result-cache.ts';
+import { DASHBOARD_QUERY_CACHE_SETTINGS, pollingCached, queryRows, requestKey } from '../clickhouse/result-cache.ts';
 import { byteOrder, compileRankedRollup, docCountSql as rollupDocCountSql } from '../query/rollup.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
 import { filtersServable, grainOf, rawRemainderSql, readPending, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, type GroupColumn, type ReadOptions, type RollupWindow } from './rollups/read.ts';
@@ -270,20 +270,24 @@ function normalizeKey(rule: GroupByRule, raw: string | number | null | undefined
 /** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed scope and rules. */
 export async function aggregate(client: ClickHouseClient, scope: Scope, rules: readonly GroupByRule[], options: ReadOptions = {}): Promise<AggregationResult> {
   const started = performance.now();
-  const run: RunQuery = (q) => runDashboardQuery(client, q, AGGREGATION_SETTINGS);
-  const { plans, rows } = await runAggregation(run, scope, rules, options);
+  // Cached as a whole request (result-cache.ts): the bounds and the pending marks it read are those
+  // its rows were computed with. They are read without any cache; the grouped query may use the
+  // engine's 3 s query cache (its SQL carries both).
+  const run: RunQuery = (q) => queryRows(client, q, { ...AGGREGATION_SETTINGS, ...DASHBOARD_QUERY_CACHE_SETTINGS });
+  const fresh: RunQuery = (q) => queryRows(client, q, AGGREGATION_SETTINGS);
+  const [{ plans, rows }] = await pollingCached(client, requestKey('aggregation', [scope, rules, options]), async () => [await runAggregation(run, scope, rules, { ...options, fresh })]);
   return shapeAggregation(rules, plans, rows, Math.round(performance.now() - started));
 }
 
 /** The data bounds when a histogram needs them, the plans, then the grouped query. */
 export async function runAggregation(run: RunQuery, scope: Scope, rules: readonly GroupByRule[], options: ReadOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
   const needBounds = fieldsNeedingBounds(rules, scope.range);
-  const bounds = needBounds.length ? readBounds(needBounds, (await run<Record<string, string | null>>(compileBounds(scope, needBounds)))[0]) : {};
+  const bounds = needBounds.length ? readBounds(needBounds, (await (options.fresh ?? run)<Record<string, string | null>>(compileBounds(scope, needBounds)))[0]) : {};
   const plans = planLevels(rules, scope.range, bounds);
   // The dense series alone (every date bucket under every date bucket) may already be too many.
   if (plans.reduce((n, p) => n * (p ? Math.max(p.starts.length, 1) : 1), 1) > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
   // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
   const grain = options.rollups !== false && filtersServable(scope) && rulesServable(rules) ? grainOf(plans) : null;
-  const window = grain ? rollupWindow(scope.range, await readPending(run, scope.orgId), grain) : null;
+  const window = grain ? rollupWindow(scope.range, await readPending(options.fresh ?? run, scope.orgId), grain) : null;
   return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans, window ?? undefined)) };
 }

@@ -31,9 +31,16 @@ const DT = "DateTime64(6, 'UTC')";
 export interface ReadOptions {
   /** false: read survey_responses only (the reference the property tests compare the rollup with). */
   rollups?: boolean;
+  /**
+   * Runs the small reads that shape the main query (pending marks, histogram bounds) with no
+   * cache at all; default: the main query's runner.
+   */
+  fresh?: RunQuery;
 }
 /** Past this many pending slices, the request reads survey_responses alone. */
 export const MAX_PENDING_SLICES = 500;
+/** Up to this many pending slices are OR-ed key ranges on the raw table; past it, one range and a slice set. */
+const MAX_PENDING_RANGES = 32;
 
 /** Filter keys whose every operator the rollup groups can answer. */
 const ROLLUP_FILTER_KINDS: ReadonlySet<FilterNode['kind']> = new Set(['completion', 'language', 'channel_id']);
@@ -151,9 +158,22 @@ export function rawRemainderSql(w: RollupWindow, bag: ParamBag): string | undefi
   const parts: string[] = [];
   if (w.hourFrom !== null) parts.push(`created_at < ${dt(bag, w.hourFrom)}`);
   if (w.hourTo !== null) parts.push(`created_at >= ${dt(bag, w.hourTo)}`);
-  for (const s of w.pending) {
-    // Ranges the primary key can use, one per pending slice (at most MAX_PENDING_SLICES).
-    parts.push(`(survey_id = ${bag.add(s.surveyId, 'UUID')} AND created_at >= ${dt(bag, s.hour)} AND created_at < ${dt(bag, s.hour + MICROS_PER_HOUR)})`);
+  if (w.pending.length <= MAX_PENDING_RANGES) {
+    for (const s of w.pending) {
+      // Ranges the primary key can use, one per pending slice.
+      parts.push(`(survey_id = ${bag.add(s.surveyId, 'UUID')} AND created_at >= ${dt(bag, s.hour)} AND created_at < ${dt(bag, s.hour + MICROS_PER_HOUR)})`);
+    }
+  } else if (w.pending.length > 0) {
+    // Many pending slices (a bulk write whose recompute is queued): one [first, last hour) range
+    // for the key and the slice set as two array parameters. Three parameters per slice would
+    // pass the engine's ~1000 form fields per request.
+    const hours = w.pending.map((s) => s.hour);
+    const first = hours.reduce((a, b) => (a < b ? a : b));
+    const last = hours.reduce((a, b) => (a > b ? a : b));
+    parts.push(
+      `(created_at >= ${dt(bag, first)} AND created_at < ${dt(bag, last + MICROS_PER_HOUR)} ` +
+        `AND (survey_id, ${sliceStartSql('hour', 'created_at')}) IN ${sliceSet(bag, w.pending)})`,
+    );
   }
   return parts.length ? `(${parts.join(' OR ')})` : undefined;
 }
