@@ -10,6 +10,7 @@ import { parseSurveyIds, queryScopeSchema, searchBodySchema } from './filters.ts
 import type { GroupByRule } from './group-by.ts';
 import { parseResponseBatch, responseBatchSchema } from './record.ts';
 import { searchResponses } from './search.ts';
+import { RollupMaintainer } from './rollups/maintainer.ts';
 import { insertResponses } from './store.ts';
 import { summarize } from './summary.ts';
 
@@ -24,6 +25,7 @@ export function responsesFeature(deps: AppDeps): Feature {
   const limitBytes = deps.config.bodyLimitBytes * 16;
   const client = () => deps.db.client();
   const keys = new IdempotencyStore(client, () => deps.db.cluster !== undefined);
+  const rollups = new RollupMaintainer(client, deps.log);
   return {
     routes: [
       defineRoute<v.InferOutput<typeof responseBatchSchema>>({
@@ -38,7 +40,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         body: { schema: responseBatchSchema, parse: (raw, auth) => parseResponseBatch(raw, auth.orgId), limitBytes, example: [EXAMPLE_RECORD] },
         success: { status: 200, description: 'Stored (inserted or replaced)', schema: writeResultSchema, example: { count: 1 } },
         errors: [400, 401, 403, 409, 413, 415, 429, 503],
-        handler: idempotent(keys, 'writeSurveyResponses', 200, async ({ auth, body }) => ({ count: await insertResponses(client(), auth.orgId, body) })),
+        handler: idempotent(keys, 'writeSurveyResponses', 200, async ({ auth, body }) => ({ count: await insertResponses(client(), auth.orgId, body, rollups) })),
       }),
       defineRoute<v.InferOutput<typeof searchBodySchema>>({
         operationId: 'searchSurveyResponses',
@@ -96,6 +98,9 @@ export function responsesFeature(deps: AppDeps): Feature {
           aggregate(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), body.group_by as GroupByRule[]),
       }),
     ],
+    // Graceful shutdown: the rollup recomputes queued by acknowledged writes run before the engine stops.
+    drain: () => rollups.drain(),
+    settle: () => rollups.settle(),
   };
 }
 

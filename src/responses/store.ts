@@ -22,7 +22,7 @@ import { invalid, type Issue } from '../errors.ts';
 import { claimIdentities, storedIdentities, type Identity } from './identity.ts';
 import { apiToDb, toResponseRow, type ResponseRecord } from './record.ts';
 import { dbToApi } from '../time/iso.ts';
-import { withRollupMaintenance } from './rollups/maintain.ts';
+import type { RollupMaintainer } from './rollups/maintainer.ts';
 import { hourSlicesOf } from './rollups/slices.ts';
 
 const idLocks = new Map<string, Promise<void>>();
@@ -54,7 +54,7 @@ async function withIdLocks<T>(keys: readonly string[], fn: () => Promise<T>): Pr
  * Upserts parsed records for the org; returns how many were written. Throws 400 (nothing stored)
  * when a record would move an existing response to another survey.
  */
-export async function insertResponses(client: ClickHouseClient, orgId: string, records: readonly ResponseRecord[]): Promise<number> {
+export async function insertResponses(client: ClickHouseClient, orgId: string, records: readonly ResponseRecord[], rollups: RollupMaintainer): Promise<number> {
   const ids = [...new Set(records.map((r) => r.id.toLowerCase()))];
   const org = orgId.toLowerCase();
   return withIdLocks(ids.map((id) => `${org}/${id}`), async () => {
@@ -77,18 +77,23 @@ export async function insertResponses(client: ClickHouseClient, orgId: string, r
       const fixed = identity.created_at === apiToDb(record.created_at) ? record : { ...record, created_at: dbToApi(identity.created_at) };
       return toResponseRow(fixed, orgId);
     });
-    // The rollup slices of the rows as stored (created_at fixed above) are recomputed before the
-    // write is acknowledged (rollups/maintain.ts).
-    await withRollupMaintenance(client, org, hourSlicesOf(rows), () =>
-      client.insert({
+    // The rollup slices of the rows as stored (created_at fixed above) are marked pending before
+    // the write and recomputed after it, off the write's path (rollups/maintainer.ts): readers
+    // take marked slices from the raw table, so the answers after the 200 are exact either way.
+    const slices = hourSlicesOf(rows);
+    await rollups.mark(org, slices);
+    try {
+      await client.insert({
         table: 'survey_responses',
         values: rows,
         format: 'JSONEachRow',
         // One part per week touched (schema/004 partitions by week): a batch of up to 1000
         // records spread over years would pass the default limit of 100 partitions.
         clickhouse_settings: { max_partitions_per_insert_block: '1000' },
-      }),
-    );
+      });
+    } finally {
+      rollups.written(org, slices);
+    }
     return rows.length;
   });
 }

@@ -86,8 +86,13 @@ export interface Route<Body = any, Query = any> {
 /** A feature's contribution to the app: its routes and what must finish before the process exits. */
 export interface Feature {
   routes: readonly Route[];
-  /** Graceful shutdown: commit what is queued (the ingest group committer). */
+  /** Graceful shutdown: commit what is queued (the ingest group committer, rollup recomputes). */
   drain?(): Promise<void>;
+  /**
+   * Waits until the background work queued so far is done (rollup recomputes), without closing
+   * anything: for tests and tools that must see the steady state.
+   */
+  settle?(): Promise<void>;
 }
 
 /** Typed identity helper: `defineRoute<Body, Query>({...})` checks the handler against its input. */

@@ -42,6 +42,8 @@ export interface TestService {
   tokens: TokenCache;
   token(scopes: Scope[] | string[], orgId?: string): Promise<string>;
   request(method: string, path: string, opts?: RequestOptions): Promise<TestResponse>;
+  /** Waits for the background work of the writes so far (rollup recomputes). */
+  settle(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -70,9 +72,10 @@ export async function startTestService(env: Record<string, string> = {}): Promis
   const config = testConfig(env);
   const db = await connectDatabase(config, quiet, { supervise: false });
   await migrate(db);
-  const tokens = new TokenCache();
+  const tokens = new TokenCache(config.tokenCacheTtlMs);
   const deps = { config, db, log: createLogger(config.logLevel), tokens };
-  const app = createApp(deps, features(deps));
+  const feats = features(deps);
+  const app = createApp(deps, feats);
   const port = await app.listen(0, '127.0.0.1');
   const url = `http://127.0.0.1:${port}`;
   const orgId = randomUUID();
@@ -86,6 +89,9 @@ export async function startTestService(env: Record<string, string> = {}): Promis
     tokens,
     token: async (scopes, org = orgId) => (await mintToken(db, org, scopes as Scope[])).token,
     request: (method, path, opts) => request(url, method, path, opts),
+    settle: async () => {
+      await Promise.all(feats.map((f) => f.settle?.()));
+    },
     close: async () => {
       await app.close();
       await db.adminClient().command({ query: `DROP DATABASE IF EXISTS ${config.clickhouse.database}` });

@@ -181,9 +181,14 @@ describe('rollups: the same answers as the raw table (property tests, real engin
           for (const batch of batches) {
             const res = await svc.request('POST', '/1.0/survey/response', { token, body: batch });
             expect(res.status, JSON.stringify(res.body)).to.equal(200);
-            // Read-your-writes: after each acknowledged batch, not only at the end.
+            // Read-your-writes: after each acknowledged batch, while its recompute is queued or
+            // running (its hours are marked pending), not only at the end.
             await expectSameAnswers(orgId, requests.slice(0, 1));
           }
+          // And once the recomputes are done: the rollups serve.
+          await svc.settle();
+          const marks = await svc.client.query({ query: 'SELECT sum(pending) AS p FROM survey_rollup_pending WHERE org_id = {org:UUID}', query_params: { org: orgId }, format: 'JSONEachRow' });
+          expect(Number((await marks.json<{ p: string }>())[0].p), 'every mark taken back').to.equal(0);
           await expectSameAnswers(orgId, requests);
         },
       ),
@@ -204,6 +209,7 @@ describe('rollups: the same answers as the raw table (property tests, real engin
       created_at: iso(BASE + BigInt(i) * HOUR + 5n), updated_at: iso(BASE + 3n * DAY), last_answer_at: '', hidden_fields: [], answers: [],
     }));
     expect((await svc.request('POST', '/1.0/survey/response', { token, body: records })).status).to.equal(200);
+    await svc.settle();
     const scope = scopeOf(orgId, '*', { filters_bool: 'AND', filters: [], range: undefined });
     const completion = async (rollups: boolean) => Object.fromEntries(Object.entries((await runSummary(run, scope, { rollups }))[0].completion_counts).map(([k, n]) => [k, Number(n)]));
     expect(await completion(true)).to.deep.equal({ fully_completed: 6 });

@@ -1,9 +1,9 @@
 /**
  * Rollup maintenance (schema/020-survey-rollups.sql): mark the touched hour slices pending, write,
  * recompute the slices from survey_responses FINAL, clear the marks. Every write path goes through
- * here: the API writer (store.ts, withRollupMaintenance), `tallyhouse seed` and
- * `tallyhouse rollups rebuild` (recomputeOrgRange, with the org-wide mark). Deletions (issue 15)
- * call withRollupMaintenance the same way: recomputing a slice is correct whatever changed in it.
+ * here: the API writer (store.ts, through maintainer.ts, which recomputes after the acknowledgement
+ * and coalesces batches), `tallyhouse seed` and `tallyhouse rollups rebuild` (withOrgMaintenance,
+ * with the org-wide mark). Recomputing a slice is correct whatever changed in it (deletions too).
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
@@ -170,22 +170,9 @@ async function addPending(client: ClickHouseClient, orgId: string, slices: reado
     table: 'survey_rollup_pending',
     values: slices.map((s) => ({ org_id: orgId, survey_id: s.surveyId, hour: formatDbMicros(s.hour), pending: delta })),
     format: 'JSONEachRow',
+    // Identical marks from two writers must both count (replicated tables deduplicate inserts).
+    clickhouse_settings: { insert_deduplicate: 0 },
   });
-}
-
-/**
- * Runs `write` (which changes responses of these hour slices only) so that the rollup stays exact:
- * the slices are marked pending (read from the raw table) before it, recomputed after it, and
- * unmarked once recomputed. When `write` or the recompute fails, the marks stay and readers use
- * the raw table for those slices until `tallyhouse rollups rebuild`; the error is rethrown.
- */
-export async function withRollupMaintenance<T>(client: ClickHouseClient, orgId: string, slices: readonly HourSlice[], write: () => Promise<T>): Promise<T> {
-  if (slices.length === 0) return write();
-  await addPending(client, orgId, slices, 1);
-  const result = await write();
-  await recomputeSlices(client, orgId, slices);
-  await addPending(client, orgId, slices, -1);
-  return result;
 }
 
 /** The hour slices of the org in [from, to), found in the responses or in the rollup (a slice may have emptied). */
