@@ -61,7 +61,7 @@ export function pollingCacheStats(client: ClickHouseClient): { entries: number; 
  */
 function estimateBytes(rows: unknown[]): number {
   if (rows.length === 0) return 64;
-  return 64 + rows.length * 2 * JSON.stringify(rows[0]).length;
+  return 64 + rows.length * 2 * JSON.stringify(rows[0], bigintAsText).length;
 }
 
 /** Runs a compiled query, without any cache: its rows. */
@@ -105,5 +105,10 @@ export function pollingCached<T>(client: ClickHouseClient, key: string, compute:
 
 /** A cache key for a request's parts (bigints as text). */
 export function requestKey(kind: string, parts: unknown): string {
-  return `${kind}\u0000${JSON.stringify(parts, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))}`;
+  return `${kind}\u0000${JSON.stringify(parts, bigintAsText)}`;
+}
+
+/** JSON.stringify throws on a bigint (histogram plans hold them); as text they still count. */
+function bigintAsText(_key: string, value: unknown): unknown {
+  return typeof value === 'bigint' ? `${value}n` : value;
 }
