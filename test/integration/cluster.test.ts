@@ -62,7 +62,18 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
     redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
   };
 
-  const startInstance = async (): Promise<Instance> => {
+  // The port is free when freePort answers, but an outgoing connection can take it as its local
+  // port before the instance binds it: then start again on another one.
+  const startInstance = async (attempts = 3): Promise<Instance> => {
+    try {
+      return await startInstanceOnce();
+    } catch (err) {
+      if (attempts > 1 && /already in use/.test(String(err))) return startInstance(attempts - 1);
+      throw err;
+    }
+  };
+
+  const startInstanceOnce = async (): Promise<Instance> => {
     const port = await freePort();
     let out = '';
     const proc = spawn(process.execPath, [BIN, 'serve'], { env: env(port), stdio: ['ignore', 'pipe', 'pipe'] });
