@@ -192,6 +192,9 @@ describe('aggregation (HTTP)', () => {
     [{ field: 'end_reason' }, { field: 'ended_at', date_histogram_min_interval: 'hour', date_histogram_buckets: 30 }],
     [{ field: 'hidden_field', hidden_field_key: 'support' }, { field: 'answer', question_id: CHOICE_Q }, { field: 'last_activity_at', date_histogram_min_interval: 'day', date_histogram_buckets: 3 }],
     [{ field: 'answer', question_id: CHOICE_Q }, { field: 'answer', question_id: CHOICE_Q }],
+    // A rule repeated below another: the engine merges identical ROLLUP keys unless salted.
+    [{ field: 'survey_id' }, { field: 'completion' }, { field: 'survey_id' }],
+    [{ field: 'completion' }, { field: 'created_at', ...DAY }, { field: 'completion' }],
   ];
   for (const rules of COMBOS) {
     it(`nested levels match the reference: ${rules.map((r) => r.field).join(' > ')}`, async () => {
