@@ -20,6 +20,7 @@ export const writeResultSchema = v.object({ count });
 export const searchResultSchema = v.object({
   took,
   hits: v.object({ total: v.object({ value: count }), responses: v.array(responseRecordSchema) }),
+  next_cursor: v.optional(v.pipe(v.string(), v.description('Send it as `cursor` with the same survey ids, filters_bool, filters and range for the next page (keyset: no duplicate, no gap while responses arrive); absent on the last page'))),
 });
 
 /** The summary answer (summary.ts `Summary`). */

@@ -9,6 +9,7 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
 import { scalarAsNumber, type FilterNode, type QueryScopeBody, type Scalar } from './filters.ts';
 import { formatDbMicros, parseInstantMicros } from '../query/histogram.ts';
+import type { ResponsePosition } from './cursor.ts';
 
 /**
  * Resource limits for every survey-response query (pass as `clickhouse_settings`). Over a limit
@@ -244,11 +245,23 @@ const ISO_DATE_PREFIX = '^\\\\d{4}-\\\\d{2}-\\\\d{2}';
  */
 export const PAGE_WINDOWS_SECONDS = [3600, 86_400, 7 * 86_400, 30 * 86_400, 365 * 86_400] as const;
 
-/** The window starts (DateTime64 texts, latest first) before min(range end, now). */
-export function pageWindowStarts(rangeEnd: string | undefined, nowMs: number): string[] {
+/** The window starts (DateTime64 texts, latest first) before min(range end, now, the cursor's position). */
+export function pageWindowStarts(rangeEnd: string | undefined, nowMs: number, after?: ResponsePosition): string[] {
   const now = BigInt(nowMs) * 1000n;
   const end = rangeEnd === undefined ? now : parseInstantMicros(rangeEnd) ?? now;
-  return windowStartsBefore(end < now ? end : now);
+  let anchor = end < now ? end : now;
+  const cursor = after ? parseInstantMicros(after.createdAt) : null;
+  if (cursor !== null && cursor < anchor) anchor = cursor;
+  return windowStartsBefore(anchor);
+}
+
+/**
+ * The matches strictly after a cursor's position in the search order (created_at, id descending);
+ * the `created_at <=` term lets the primary key skip what is newer.
+ */
+function afterSql(after: ResponsePosition, bag: ParamBag): string {
+  const c = bag.add(after.createdAt, DT);
+  return `(created_at <= ${c} AND (created_at < ${c} OR id < ${bag.add(after.id, 'UUID')}))`;
 }
 
 /** The window starts (DateTime64 texts, latest first) before an instant in µs. */
@@ -261,28 +274,43 @@ export function windowStartsBefore(anchorMicros: bigint): string[] {
  * match is older than the largest window (an org whose responses stopped over a year before the
  * range end), the page windows are taken before it instead (search.ts), not the whole scope.
  */
-export function compileSearchCount(scope: Scope, windowStarts: readonly string[]): CompiledQuery {
+export function compileSearchCount(scope: Scope, windowStarts: readonly string[], after?: ResponsePosition): CompiledQuery {
   const bag = new ParamBag();
   const source = fromScope(scope, bag);
-  const windows = windowStarts.map((w, i) => `, countIf(created_at >= ${bag.add(w, DT)}) AS w${i}`).join('');
-  const newest = windowStarts.length > 0 ? ', toString(max(created_at)) AS newest' : '';
-  return compiled(`SELECT count() AS total${windows}${newest} ${source}`, bag);
+  if (!after) {
+    const windows = windowStarts.map((w, i) => `, countIf(created_at >= ${bag.add(w, DT)}) AS w${i}`).join('');
+    const newest = windowStarts.length > 0 ? ', toString(max(created_at)) AS newest' : '';
+    return compiled(`SELECT count() AS total${windows}${newest} ${source}`, bag);
+  }
+  // With a cursor: `total` is still every match; the windows, `newest` and `after_total` count
+  // the matches after the cursor, which the page is taken from.
+  const cond = afterSql(after, bag);
+  const windows = windowStarts.map((w, i) => `, countIf(${cond} AND created_at >= ${bag.add(w, DT)}) AS w${i}`).join('');
+  const newest = windowStarts.length > 0 ? `, toString(maxIf(created_at, ${cond})) AS newest` : '';
+  return compiled(`SELECT count() AS total, countIf(${cond}) AS after_total${windows}${newest} ${source}`, bag);
 }
 
-/** One page of `doc`s, newest first; with `windowStart` (a DateTime64 text), only from that instant on. */
-export function compileSearchPage(scope: Scope, size: number, offset: number, windowStart?: string): CompiledQuery {
+/**
+ * One page of `doc`s, newest first, with each one's position (`c`, `i`: the next cursor); with
+ * `windowStart` (a DateTime64 text), only from that instant on; with `after`, only after it.
+ */
+export function compileSearchPage(scope: Scope, size: number, offset: number, windowStart?: string, after?: ResponsePosition): CompiledQuery {
   const bag = new ParamBag();
   const source = fromScope(scope, bag);
   const window = windowStart === undefined ? '' : ` AND created_at >= ${bag.add(windowStart, DT)}`;
+  const position = after ? ` AND ${afterSql(after, bag)}` : '';
   return compiled(
-    `SELECT doc ${source}${window} ORDER BY created_at DESC, id DESC ` +
+    `SELECT doc, toString(created_at) AS c, toString(id) AS i ${source}${window}${position} ORDER BY created_at DESC, id DESC ` +
       `LIMIT ${bag.add(size, 'UInt32')} OFFSET ${bag.add(offset, 'UInt32')}`,
     bag,
   );
 }
 
-/** The count row: `total`, `w<i>` the matches at or after window start i, and `newest` (with windows). */
-export type SearchCountRow = { total: number | string; newest?: string } & Record<`w${number}`, number | string>;
+/**
+ * The count row: `total`, `w<i>` the matches at or after window start i, and `newest` (with
+ * windows); with a cursor, `after_total` (the matches after it), which `w<i>` and `newest` count.
+ */
+export type SearchCountRow = { total: number | string; after_total?: number | string; newest?: string } & Record<`w${number}`, number | string>;
 
 /**
  * The smallest window that holds the newest `offset + size` matches (or every match, when there

@@ -251,8 +251,10 @@ export const searchBodySchema = jsonObject({
   offset: v.optional(v.pipe(
     v.number('offset must be an integer'), v.integer('offset must be an integer'),
     v.minValue(0, 'offset must be 0 to 100000'),
-    v.maxValue(MAX_OFFSET, 'offset must be at most 100000; to page further, narrow the range (e.g. set range.end to the created_at of the last response you received)'),
+    v.maxValue(MAX_OFFSET, 'offset must be at most 100000; to page further, send the next_cursor of the previous answer as cursor'),
   ), 0),
+  /** next_cursor of a previous answer to the same search: the page starts after its last response. */
+  cursor: v.optional(v.pipe(v.string('cursor must be a string'), v.minLength(1, 'cursor must not be empty'), v.maxLength(1000, 'cursor is not valid'))),
 }, 'the search body');
 
 export type QueryScopeBody = v.InferOutput<typeof queryScopeSchema>;

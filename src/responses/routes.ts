@@ -56,7 +56,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         success: { status: 200, description: 'The total in scope and the requested page', schema: searchResultSchema, example: { took: 12, hits: { total: { value: 1 }, responses: [EXAMPLE_RECORD] } } },
         errors: READ_ERRORS,
         handler: ({ auth, body, params }) =>
-          searchResponses(client(), { ...scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), size: body.size, offset: body.offset }),
+          searchResponses(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), { size: body.size, offset: body.offset, cursor: body.cursor }),
       }),
       defineRoute<v.InferOutput<typeof queryScopeSchema>>({
         operationId: 'summarizeSurveyResponses',

@@ -4,16 +4,23 @@ import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStart
 import { parseInstantMicros } from '../query/histogram.ts';
 import type { RunQuery } from '../clickhouse/sql.ts';
 import type { ResponseRecord } from './record.ts';
+import { decodeCursor, encodeCursor, type ResponsePosition } from './cursor.ts';
 
 export interface SearchInput extends Scope {
   size: number;
   offset: number;
+  /** The page starts after this position (a decoded cursor); `offset` then counts from it. */
+  after?: ResponsePosition;
 }
 
 export interface SearchResult {
   took: number;
   hits: { total: { value: number }; responses: ResponseRecord[] };
+  /** Present when matches follow the page: send it as `cursor` with the same search for the next page. */
+  next_cursor?: string;
 }
+
+type PageRow = { doc: string; c: string; i: string };
 
 /**
  * The count first (with the window counts), then the page from the smallest window that holds it
@@ -24,17 +31,20 @@ export interface SearchResult {
  * (Before that, one query with `count() OVER ()` made every matching row, doc included, travel to
  * the window before LIMIT: 64-2991 ms on 1.5M rows.)
  */
-export async function runSearch(run: RunQuery, input: SearchInput): Promise<{ total: number; docs: { doc: string }[] }> {
+export async function runSearch(run: RunQuery, input: SearchInput): Promise<{ total: number; docs: PageRow[]; more: boolean }> {
   // The window counts only serve to pick the page's window: none without a page.
-  const windows = input.size > 0 ? pageWindowStarts(input.range?.end, Date.now()) : [];
-  const [counts] = await run<SearchCountRow>(compileSearchCount(input, windows));
-  const total = Number(counts?.total ?? 0);
-  if (input.size === 0 || input.offset >= total) return { total, docs: [] };
+  const windows = input.size > 0 ? pageWindowStarts(input.range?.end, Date.now(), input.after) : [];
+  const [found] = await run<SearchCountRow>(compileSearchCount(input, windows, input.after));
+  const total = Number(found?.total ?? 0);
+  // The matches the page is taken from: all of them, or those after the cursor.
+  const available = input.after ? Number(found?.after_total ?? 0) : total;
+  if (input.size === 0 || input.offset >= available) return { total, docs: [], more: false };
+  const counts = { ...found, total: available } as SearchCountRow;
   const start = pageWindowStart(counts, windows, input.offset, input.size);
-  const noneInWindows = start === undefined && Number(counts?.[`w${windows.length - 1}`] ?? 0) === 0;
-  const newest = noneInWindows && counts?.newest !== undefined ? (parseInstantMicros(counts.newest) ?? undefined) : undefined;
-  const docs = newest !== undefined ? await pageBefore(run, input, total, newest) : await run<{ doc: string }>(compileSearchPage(input, input.size, input.offset, start));
-  return { total, docs };
+  const noneInWindows = start === undefined && Number(counts[`w${windows.length - 1}`] ?? 0) === 0;
+  const newest = noneInWindows && counts.newest !== undefined ? (parseInstantMicros(counts.newest) ?? undefined) : undefined;
+  const docs = newest !== undefined ? await pageBefore(run, input, available, newest) : await run<PageRow>(compileSearchPage(input, input.size, input.offset, start, input.after));
+  return { total, docs, more: input.offset + docs.length < available };
 }
 
 /**
@@ -45,21 +55,25 @@ export async function runSearch(run: RunQuery, input: SearchInput): Promise<{ to
  * runs, and the whole scope last. Each try reads only its window, so the tries together cost
  * about the last one.
  */
-async function pageBefore(run: RunQuery, input: SearchInput, total: number, newestMicros: bigint): Promise<{ doc: string }[]> {
+async function pageBefore(run: RunQuery, input: SearchInput, total: number, newestMicros: bigint): Promise<PageRow[]> {
   for (const start of windowStartsBefore(newestMicros)) {
-    const docs = await run<{ doc: string }>(compileSearchPage(input, input.size, input.offset, start));
+    const docs = await run<PageRow>(compileSearchPage(input, input.size, input.offset, start, input.after));
     if (docs.length === input.size || input.offset + docs.length === total) return docs;
   }
-  return run<{ doc: string }>(compileSearchPage(input, input.size, input.offset));
+  return run<PageRow>(compileSearchPage(input, input.size, input.offset, undefined, input.after));
 }
 
-export async function searchResponses(client: ClickHouseClient, input: SearchInput): Promise<SearchResult> {
+/** The search request: its scope, `size`, `offset`, and `cursor` (from a previous answer). */
+export async function searchResponses(client: ClickHouseClient, scope: Scope, page: { size: number; offset: number; cursor?: string }): Promise<SearchResult> {
   const started = performance.now();
   const run: RunQuery = async (q) =>
     (await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS })).json();
-  const { total, docs } = await runSearch(run, input);
+  const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor, scope);
+  const { total, docs, more } = await runSearch(run, { ...scope, size: page.size, offset: page.offset, after });
+  const last = docs[docs.length - 1];
   return {
     took: Math.round(performance.now() - started),
     hits: { total: { value: total }, responses: docs.map((d) => JSON.parse(d.doc) as ResponseRecord) },
+    ...(more && last ? { next_cursor: encodeCursor({ createdAt: last.c, id: last.i }, scope) } : {}),
   };
 }
