@@ -2,7 +2,7 @@ import * as v from 'valibot';
 import type { AppDeps } from '../server/context.ts';
 import { IDEMPOTENCY_DESCRIPTION, idempotent } from '../idempotency/route.ts';
 import { IdempotencyStore } from '../idempotency/store.ts';
-import { defineRoute, type Feature, type ParamSpec } from '../server/route.ts';
+import { answer, defineRoute, type Feature, type ParamSpec } from '../server/route.ts';
 import { aggregate, aggregationBodySchema } from './aggregation.ts';
 import { aggregationResultSchema, searchResultSchema, summarySchema, writeResultSchema } from './answers.ts';
 import { scopeOf } from './compile.ts';
@@ -10,6 +10,7 @@ import { parseSurveyIds, queryScopeSchema, searchBodySchema } from './filters.ts
 import type { GroupByRule } from './group-by.ts';
 import { parseResponseBatch, responseBatchSchema } from './record.ts';
 import { searchResponses } from './search.ts';
+import { CSV_COLUMNS, exportResponses } from './export.ts';
 import { RollupMaintainer } from './rollups/maintainer.ts';
 import { insertResponses } from './store.ts';
 import { summarize } from './summary.ts';
@@ -57,6 +58,36 @@ export function responsesFeature(deps: AppDeps): Feature {
         errors: READ_ERRORS,
         handler: ({ auth, body, params }) =>
           searchResponses(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), { size: body.size, offset: body.offset, cursor: body.cursor }),
+      }),
+      defineRoute<v.InferOutput<typeof queryScopeSchema>>({
+        operationId: 'exportSurveyResponses',
+        method: 'SEARCH',
+        aliases: ['POST'],
+        path: '/1.0/survey/:survey_ids/response/export',
+        tag: 'survey responses',
+        summary: 'Every response in scope, newest first, streamed as NDJSON (default) or CSV (Accept: text/csv)',
+        description:
+          'The search body; size and offset are ignored, as in summary. NDJSON: one record per line, as search returns them. CSV (`Accept: text/csv`): a header line, then one ' +
+          'column per top-level field of a record; arrays and objects are JSON text. Streamed with backpressure, in memory that does not grow with the ' +
+          'number of responses; a client that disconnects stops the engine query. An error after the first bytes closes the connection early.',
+        scope: 'responses:read',
+        rateLimit: 'survey read',
+        params: SURVEY_IDS,
+        body: { schema: queryScopeSchema, limitBytes, whenEmpty: {}, example: { filters: [{ type: 'response', key: 'completion', operator: 'eq', value: 'fully_completed' }] } },
+        success: {
+          status: 200,
+          description: 'NDJSON (application/x-ndjson), or CSV (text/csv) when the Accept header asks for it',
+          contentType: 'application/x-ndjson',
+          schema: { type: 'string', description: 'One response record (as in search answers) per line' },
+          example: `${JSON.stringify(EXAMPLE_RECORD)}\n`,
+          alternatives: { 'text/csv': { schema: { type: 'string', description: `A header line (${CSV_COLUMNS.join(',')}), then one line per response` } } },
+        },
+        errors: READ_ERRORS,
+        handler: async ({ auth, body, params, headers, signal }) => {
+          const csv = /\btext\/csv\b/i.test(headers.accept ?? '');
+          const stream = await exportResponses(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), csv ? 'csv' : 'ndjson', signal);
+          return answer({ status: 200, body: stream, headers: { 'content-type': csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8' } });
+        },
       }),
       defineRoute<v.InferOutput<typeof queryScopeSchema>>({
         operationId: 'summarizeSurveyResponses',

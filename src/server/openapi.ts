@@ -120,7 +120,14 @@ export function openApiDocument(routes: readonly Route[], options: OpenApiOption
         responses: {
           [route.success.status]: {
             description: route.success.description,
-            ...(route.success.schema ? { content: { [route.success.contentType ?? 'application/json']: { schema: toSchema(route.success.schema, 'output'), ...(route.success.example !== undefined ? { example: route.success.example } : {}) } } } : {}),
+            ...(route.success.schema
+              ? {
+                  content: {
+                    [route.success.contentType ?? 'application/json']: { schema: toSchema(route.success.schema, 'output'), ...(route.success.example !== undefined ? { example: route.success.example } : {}) },
+                    ...route.success.alternatives,
+                  },
+                }
+              : {}),
           },
           ...Object.fromEntries(errorCodes(route).map((c) => [String(c), { $ref: `#/components/responses/E${c}` }])),
         },

@@ -51,6 +51,8 @@ export interface ResponseSpec {
   schema?: v.GenericSchema | Record<string, unknown>;
   example?: unknown;
   headers?: Record<string, { description: string; schema: Record<string, unknown> }>;
+  /** Other content types of the same answer (the export's CSV beside its NDJSON). */
+  alternatives?: Record<string, { schema: Record<string, unknown>; example?: unknown }>;
 }
 
 export interface ParamSpec {

@@ -1,0 +1,123 @@
+/**
+ * SEARCH /1.0/survey/<survey_ids>/response/export: every response in scope, newest first (the
+ * search order), streamed as NDJSON (the stored docs, one per line) or CSV (one column per
+ * top-level field of a record; arrays and objects as JSON text).
+ *
+ * Memory stays flat whatever the number of responses:
+ * - The scope is read in time slices of about SLICE_ROWS responses (whole UTC days, from a count
+ *   per day), each one query ordered newest first: the engine sorts one slice at a time, never the
+ *   whole scope (10M docs sorted at once would pass the query memory limit).
+ * - The bytes flow with backpressure: the answer is a stream pulled by the client's socket, which
+ *   pulls each slice's engine stream; a slow client slows the engine query, nothing piles up here.
+ *   NDJSON is the engine's own bytes (`FORMAT TSVRaw` of the doc column: a doc is one line of JSON).
+ * - A client that goes away aborts the engine request, and the engine cancels the query
+ *   (`cancel_http_readonly_queries_on_client_close`).
+ * A failure after the first bytes (the engine stops mid-export) can only cut the answer short: the
+ * connection is closed without the final chunk, which HTTP clients report as an error.
+ */
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import { Readable } from 'node:stream';
+import { ParamBag, compiled } from '../clickhouse/sql.ts';
+import { fromScope, QUERY_SETTINGS, type Scope } from './compile.ts';
+import { responseRecordSchema } from './record.ts';
+
+/** Responses per slice (one engine query each), about: a slice is whole days. */
+export const SLICE_ROWS = 20_000;
+const DT = "DateTime64(6, 'UTC')";
+
+const EXPORT_SETTINGS: ClickHouseSettings = {
+  ...QUERY_SETTINGS,
+  // One slice may wait on a slow client for a long time; the per-query limits still hold.
+  max_execution_time: 3600,
+  cancel_http_readonly_queries_on_client_close: 1,
+};
+
+export type ExportFormat = 'ndjson' | 'csv';
+
+/** The CSV columns: the top-level fields of a response record, in the schema's order. */
+export const CSV_COLUMNS: readonly string[] = Object.keys(responseRecordSchema.pipe[0].entries);
+
+/**
+ * The export of the scope as a byte stream, in `format`; `signal` aborts it (client gone). The
+ * slices are planned before the answer starts, so a refused scope (too many rows to read, engine
+ * down) is still an error status rather than a cut stream.
+ */
+export async function exportResponses(client: ClickHouseClient, scope: Scope, format: ExportFormat, signal: AbortSignal, sliceRows = SLICE_ROWS): Promise<Readable> {
+  const plan = await slices(client, scope, signal, sliceRows);
+  return Readable.from(format === 'csv' ? csvChunks(client, scope, plan, signal) : ndjsonChunks(client, scope, plan, signal), { objectMode: false });
+}
+
+/** Time slices [from, to) as DateTime64 texts, newest first, each about SLICE_ROWS responses. */
+async function slices(client: ClickHouseClient, scope: Scope, signal: AbortSignal, sliceRows: number): Promise<Array<[string, string]>> {
+  const bag = new ParamBag();
+  // toDate32: created_at may be before 1970 (the API accepts 1900 on).
+  const q = compiled(`SELECT toString(toDate32(created_at)) AS d, count() AS n ${fromScope(scope, bag)} GROUP BY d ORDER BY d DESC`, bag);
+  const rs = await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS, abort_signal: signal });
+  const days = await rs.json<{ d: string; n: string }>();
+  const out: Array<[string, string]> = [];
+  let to: string | undefined;
+  let rows = 0;
+  for (const [i, day] of days.entries()) {
+    to ??= nextDay(day.d);
+    rows += Number(day.n);
+    if (rows >= sliceRows || i === days.length - 1) {
+      out.push([`${day.d} 00:00:00.000000`, to]);
+      to = undefined;
+      rows = 0;
+    }
+  }
+  return out;
+}
+
+function nextDay(date: string): string {
+  const d = new Date(`${date}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + 1);
+  return `${d.toISOString().slice(0, 10)} 00:00:00.000000`;
+}
+
+function sliceQuery(scope: Scope, [from, to]: [string, string]) {
+  const bag = new ParamBag();
+  const source = fromScope(scope, bag);
+  return compiled(`SELECT doc ${source} AND created_at >= ${bag.add(from, DT)} AND created_at < ${bag.add(to, DT)} ORDER BY created_at DESC, id DESC`, bag);
+}
+
+async function* ndjsonChunks(client: ClickHouseClient, scope: Scope, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<Buffer> {
+  for (const slice of plan) {
+    const q = sliceQuery(scope, slice);
+    const { stream } = await client.exec({ query: `${q.sql} FORMAT TSVRaw`, query_params: { ...q.params }, clickhouse_settings: EXPORT_SETTINGS, abort_signal: signal });
+    try {
+      for await (const chunk of stream) yield chunk as Buffer;
+    } finally {
+      stream.destroy();
+    }
+  }
+}
+
+async function* csvChunks(client: ClickHouseClient, scope: Scope, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<string> {
+  yield `${CSV_COLUMNS.join(',')}\r\n`;
+  for (const slice of plan) {
+    const q = sliceQuery(scope, slice);
+    const rs = await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: EXPORT_SETTINGS, abort_signal: signal });
+    const stream = rs.stream<{ doc: string }>();
+    try {
+      for await (const rows of stream) {
+        let text = '';
+        for (const row of rows) text += csvLine(JSON.parse(row.json<{ doc: string }>().doc) as Record<string, unknown>);
+        yield text;
+      }
+    } finally {
+      stream.destroy();
+    }
+  }
+}
+
+/** One CSV record (RFC 4180): strings as they are, numbers and booleans as JSON, arrays and objects as JSON text, null/absent empty. */
+export function csvLine(record: Record<string, unknown>): string {
+  return `${CSV_COLUMNS.map((c) => csvField(record[c])).join(',')}\r\n`;
+}
+
+function csvField(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}

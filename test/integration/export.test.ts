@@ -1,0 +1,120 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { scopeOf } from '../../src/responses/compile.ts';
+import { CSV_COLUMNS, exportResponses } from '../../src/responses/export.ts';
+import { startTestService, type TestService } from './harness.ts';
+
+/** SEARCH /1.0/survey/<ids>/response/export: every response in scope, newest first, NDJSON or CSV. */
+describe('survey response export (NDJSON and CSV)', function () {
+  this.timeout(300_000);
+  let svc: TestService;
+  let token: string;
+  const survey = randomUUID();
+  const DAY = 86_400_000;
+  const base = Date.UTC(2024, 4, 20, 12);
+  const iso = (ms: number) => `${new Date(ms).toISOString().slice(0, 23)}000Z`;
+  const record = (i: number) => ({
+    id: randomUUID(), doc_type: 'response', channel_id: survey, respondent_id: randomUUID(),
+    // A comma, a quote and a line break: CSV quoting.
+    respondent_aliases: i % 7 === 0 ? ['a,b', 'say "hi"', 'two\nlines'] : [`user-${i}`],
+    survey_id: survey, scenario_id: survey, language: i % 2 ? 'fr' : 'en', locale: 'en-US',
+    question_id_path: 'q', question_correlation_id_path: 'qc', action_id_path: 'a', action_correlation_id_path: 'ac',
+    group_ids: [], hidden_fields: [{ key: 'support', t: 0, v_s: i % 3 ? 'mobile' : 'desk,top' }], emotions: { fear: null, sadness: null, anger: null, joy: null },
+    answers: [], completion: 'not_started', active: true, end_reason: '', ended_at: '',
+    created_at: iso(base - i * (DAY / 10) - i), updated_at: iso(base), last_answer_at: '',
+  });
+  const records = Array.from({ length: 240 }, (_, i) => record(i)); // 24 days, 10 a day
+  const ids = (text: string) => text.split('\n').filter((l) => l !== '').map((l) => (JSON.parse(l) as { id: string }).id);
+  const exportOf = (body: unknown, headers: Record<string, string> = {}, as = token) => svc.request('SEARCH', `/1.0/survey/${survey}/response/export`, { token: as, body, headers });
+
+  before(async () => {
+    svc = await startTestService();
+    token = await svc.token(['responses:read', 'responses:write']);
+    expect((await svc.request('POST', '/1.0/survey/response', { token, body: records })).status).to.equal(200);
+  });
+  after(async () => svc?.close());
+
+  it('NDJSON (the default): every record, as search returns them, in the search order', async () => {
+    const res = await exportOf({});
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/^application\/x-ndjson/);
+    const search = await svc.request('SEARCH', `/1.0/survey/${survey}/response`, { token, body: { size: 1000 } });
+    const lines = (res.body as string).split('\n').filter((l) => l !== '');
+    expect(lines.map((l) => JSON.parse(l))).to.deep.equal(search.body.hits.responses);
+    expect(lines).to.have.length(records.length);
+  });
+
+  it('filters and range narrow it like search; the POST alias answers the same', async () => {
+    const body = { filters: [{ type: 'response', key: 'language', operator: 'eq', value: 'fr' }], range: { start: iso(base - 10 * DAY), end: iso(base - 2 * DAY) } };
+    const search = await svc.request('SEARCH', `/1.0/survey/${survey}/response`, { token, body: { ...body, size: 1000 } });
+    const res = await exportOf(body);
+    expect(ids(res.body)).to.deep.equal(search.body.hits.responses.map((r: { id: string }) => r.id));
+    expect(ids(res.body).length).to.be.above(20);
+    const post = await svc.request('POST', `/1.0/survey/${survey}/response/export`, { token, body });
+    expect(post.body).to.equal(res.body);
+  });
+
+  it('CSV with Accept: text/csv: a header, one column per top-level field, arrays and objects as JSON text', async () => {
+    const res = await exportOf({}, { accept: 'text/csv' });
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/^text\/csv/);
+    const rows = parseCsv(res.body as string);
+    expect(rows[0]).to.deep.equal([...CSV_COLUMNS]);
+    expect(rows).to.have.length(records.length + 1);
+    const byId = new Map<string, (typeof records)[number]>(records.map((r) => [r.id, r]));
+    for (const row of rows.slice(1)) {
+      const got = Object.fromEntries(CSV_COLUMNS.map((c, i) => [c, row[i]]));
+      const want = byId.get(got.id)!;
+      expect(JSON.parse(got.respondent_aliases)).to.deep.equal(want.respondent_aliases);
+      expect(JSON.parse(got.hidden_fields)).to.deep.equal(want.hidden_fields);
+      expect(got.created_at).to.equal(want.created_at);
+      expect(got.active).to.equal('true');
+      expect(got.survey_id).to.equal(survey);
+    }
+  });
+
+  it('in time slices of a few days each, the same records in the same order (the real engine, small slices)', async () => {
+    const scope = scopeOf(svc.orgId, [survey], { filters_bool: 'AND', filters: [], range: undefined });
+    const whole = await text(await exportResponses(svc.client, scope, 'ndjson', new AbortController().signal));
+    const sliced = await text(await exportResponses(svc.client, scope, 'ndjson', new AbortController().signal, 25));
+    expect(ids(sliced)).to.deep.equal(ids(whole));
+    expect(ids(sliced)).to.have.length(records.length);
+  });
+
+  it('size and offset are ignored (as in summary); a bad filter is a 400; another organization exports nothing; responses:read is required', async () => {
+    expect(ids((await exportOf({ size: 10, offset: 5 })).body)).to.have.length(records.length);
+    const bad = await exportOf({ filters: [{ type: 'response', key: 'completion', operator: 'eq', value: 'done' }] });
+    expect(bad.status).to.equal(400);
+    expect(bad.body.error.issues[0].path).to.equal('filters[0].value');
+    const other = await exportOf({}, {}, await svc.token(['responses:read'], randomUUID()));
+    expect(other.status).to.equal(200);
+    expect(other.body ?? '').to.equal('');
+    expect((await exportOf({}, {}, await svc.token(['responses:write']))).status).to.equal(403);
+  });
+});
+
+async function text(stream: NodeJS.ReadableStream): Promise<string> {
+  let out = '';
+  for await (const chunk of stream) out += chunk.toString();
+  return out;
+}
+
+/** RFC 4180 records (quoted fields may hold commas, quotes and line breaks). */
+function parseCsv(input: string): string[][] {
+  const rows: string[][] = [];
+  let row: string[] = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < input.length; i++) {
+    const ch = input[i];
+    if (quoted) {
+      if (ch === '"' && input[i + 1] === '"') (field += '"'), i++;
+      else if (ch === '"') quoted = false;
+      else field += ch;
+    } else if (ch === '"') quoted = true;
+    else if (ch === ',') row.push(field), (field = '');
+    else if (ch === '\r' && input[i + 1] === '\n') row.push(field), rows.push(row), (row = []), (field = ''), i++;
+    else field += ch;
+  }
+  return rows;
+}
