@@ -35,6 +35,8 @@ const PENDING_SIZE = 1024;
 /** A new Entry object per size: lru-cache updates an entry's size only when its value changes. */
 interface Entry {
   rows: Promise<unknown[]>;
+  /** When its run started (ms): every write acknowledged before then is in it. */
+  at: number;
 }
 const polling = new WeakMap<ClickHouseClient, LRUCache<string, Entry>>();
 
@@ -83,24 +85,31 @@ export function runDashboardQuery<T>(client: ClickHouseClient, q: CompiledQuery,
  * was never true at any instant.
  */
 export function pollingCached<T>(client: ClickHouseClient, key: string, compute: () => Promise<T[]>): Promise<T[]> {
+  return pollingCachedEntry(client, key, compute).rows;
+}
+
+/** pollingCached, with the instant the shared run started: the answer's data watermark. */
+export function pollingCachedEntry<T>(client: ClickHouseClient, key: string, compute: () => Promise<T[]>): { rows: Promise<T[]>; at: number } {
   const cache = cacheOf(client);
   const hit = cache.get(key);
-  if (hit) return hit.rows as Promise<T[]>;
+  if (hit) return hit as { rows: Promise<T[]>; at: number };
 
+  const at = Date.now();
   const rows = compute();
-  cache.set(key, { rows }, { size: PENDING_SIZE });
+  const entry = { rows, at };
+  cache.set(key, entry, { size: PENDING_SIZE });
   // Failures and big results are not kept; a kept result is charged its size, its expiry unchanged.
   rows.then(
     (r) => {
       if (cache.peek(key)?.rows !== rows) return;
       if (r.length > MAX_CACHED_ROWS) cache.delete(key);
-      else cache.set(key, { rows }, { size: estimateBytes(r), noUpdateTTL: true });
+      else cache.set(key, { rows, at }, { size: estimateBytes(r), noUpdateTTL: true });
     },
     () => {
       if (cache.peek(key)?.rows === rows) cache.delete(key);
     },
   );
-  return rows;
+  return entry;
 }
 
 /** A cache key for a request's parts (bigints as text). */

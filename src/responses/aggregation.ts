@@ -45,7 +45,7 @@ import {
   type GroupByRule,
 } from './group-by.ts';
 import { formatMicros, parseInstantMicros, planHistogram, truncateTo, type HistogramPlan } from '../query/histogram.ts';
-import { DASHBOARD_QUERY_CACHE_SETTINGS, pollingCached, queryRows, requestKey } from '../clickhouse/result-cache.ts';
+import { DASHBOARD_QUERY_CACHE_SETTINGS, pollingCachedEntry, queryRows, requestKey } from '../clickhouse/result-cache.ts';
 import { byteOrder, compileRankedRollup, docCountSql as rollupDocCountSql } from '../query/rollup.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
 import { filtersServable, grainOf, rawRemainderSql, readPending, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, type GroupColumn, type ReadOptions, type RollupWindow } from './rollups/read.ts';
@@ -268,15 +268,16 @@ function normalizeKey(rule: GroupByRule, raw: string | number | null | undefined
 // --- the handler -----------------------------------------------------------------------------------
 
 /** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed scope and rules. */
-export async function aggregate(client: ClickHouseClient, scope: Scope, rules: readonly GroupByRule[], options: ReadOptions = {}): Promise<AggregationResult> {
+export async function aggregate(client: ClickHouseClient, scope: Scope, rules: readonly GroupByRule[], options: ReadOptions = {}): Promise<{ result: AggregationResult; watermark: number }> {
   const started = performance.now();
   // Cached as a whole request (result-cache.ts): the bounds and the pending marks it read are those
   // its rows were computed with. They are read without any cache; the grouped query may use the
   // engine's 3 s query cache (its SQL carries both).
   const run: RunQuery = (q) => queryRows(client, q, { ...AGGREGATION_SETTINGS, ...DASHBOARD_QUERY_CACHE_SETTINGS });
   const fresh: RunQuery = (q) => queryRows(client, q, AGGREGATION_SETTINGS);
-  const [{ plans, rows }] = await pollingCached(client, requestKey('aggregation', [scope, rules, options]), async () => [await runAggregation(run, scope, rules, { ...options, fresh })]);
-  return shapeAggregation(rules, plans, rows, Math.round(performance.now() - started));
+  const cached = pollingCachedEntry(client, requestKey('aggregation', [scope, rules, options]), async () => [await runAggregation(run, scope, rules, { ...options, fresh })]);
+  const [{ plans, rows }] = await cached.rows;
+  return { result: shapeAggregation(rules, plans, rows, Math.round(performance.now() - started)), watermark: cached.at };
 }
 
 /** The data bounds when a histogram needs them, the plans, then the grouped query. */

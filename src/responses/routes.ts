@@ -20,6 +20,17 @@ const SURVEY_IDS: Record<string, ParamSpec> = {
 };
 const READ_ERRORS = [400, 401, 403, 413, 415, 429, 503] as const;
 
+/**
+ * Data-Watermark: every write acknowledged before this instant is in the answer (the instant its
+ * run started; a polled answer served from the polling window keeps the instant of its run).
+ */
+const watermarkHeader = (ms: number) => ({ 'Data-Watermark': new Date(ms).toISOString() });
+const POLLED_HEADERS = {
+  ETag: { description: 'Tag of this answer (its body without `took`): send it as If-None-Match to get 304 while the answer is unchanged', schema: { type: 'string' } },
+  'Cache-Control': { description: '`private, max-age=3`: the service reuses an answer this long (the polling window)', schema: { type: 'string' } },
+  'Data-Watermark': { description: 'ISO 8601 instant: every write acknowledged before it is included in this answer', schema: { type: 'string', format: 'date-time' } },
+};
+
 /** Survey responses: the write, and the three reads (each SEARCH also served as POST). */
 export function responsesFeature(deps: AppDeps): Feature {
   // 1000 records with answers exceed 1 MiB, and so can a read's filters (100 of 1000 values each).
@@ -54,10 +65,14 @@ export function responsesFeature(deps: AppDeps): Feature {
         rateLimit: 'survey read',
         params: SURVEY_IDS,
         body: { schema: searchBodySchema, limitBytes, whenEmpty: {}, example: { size: 5, filters: [{ type: 'response', key: 'completion', operator: 'eq', value: 'fully_completed' }] } },
-        success: { status: 200, description: 'The total in scope and the requested page', schema: searchResultSchema, example: { took: 12, hits: { total: { value: 1 }, responses: [EXAMPLE_RECORD] } } },
+        success: { status: 200, description: 'The total in scope and the requested page', schema: searchResultSchema, example: { took: 12, hits: { total: { value: 1 }, responses: [EXAMPLE_RECORD] } }, headers: POLLED_HEADERS },
         errors: READ_ERRORS,
-        handler: ({ auth, body, params }) =>
-          searchResponses(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), { size: body.size, offset: body.offset, cursor: body.cursor }),
+        conditional: true,
+        handler: async ({ auth, body, params }) => {
+          const watermark = Date.now();
+          const result = await searchResponses(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), { size: body.size, offset: body.offset, cursor: body.cursor });
+          return answer({ body: result, headers: watermarkHeader(watermark) });
+        },
       }),
       defineRoute<v.InferOutput<typeof queryScopeSchema>>({
         operationId: 'exportSurveyResponses',
@@ -85,8 +100,9 @@ export function responsesFeature(deps: AppDeps): Feature {
         errors: READ_ERRORS,
         handler: async ({ auth, body, params, headers, signal }) => {
           const csv = /\btext\/csv\b/i.test(headers.accept ?? '');
+          const watermark = Date.now();
           const stream = await exportResponses(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), csv ? 'csv' : 'ndjson', signal);
-          return answer({ status: 200, body: stream, headers: { 'content-type': csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8' } });
+          return answer({ status: 200, body: stream, headers: { 'content-type': csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8', ...watermarkHeader(watermark) } });
         },
       }),
       defineRoute<v.InferOutput<typeof queryScopeSchema>>({
@@ -100,9 +116,13 @@ export function responsesFeature(deps: AppDeps): Feature {
         rateLimit: 'survey read',
         params: SURVEY_IDS,
         body: { schema: queryScopeSchema, limitBytes, whenEmpty: {}, example: { range: { field: 'created_at', start: '2024-05-01T00:00:00Z', end: '2024-05-31T23:59:59Z' } } },
-        success: { status: 200, description: 'The summary of the responses in scope', schema: summarySchema, example: EXAMPLE_SUMMARY },
+        success: { status: 200, description: 'The summary of the responses in scope', schema: summarySchema, example: EXAMPLE_SUMMARY, headers: POLLED_HEADERS },
         errors: READ_ERRORS,
-        handler: ({ auth, body, params }) => summarize(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body)),
+        conditional: true,
+        handler: async ({ auth, body, params }) => {
+          const { summary, watermark } = await summarize(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body));
+          return answer({ body: summary, headers: watermarkHeader(watermark) });
+        },
       }),
       defineRoute<v.InferOutput<typeof aggregationBodySchema>>({
         operationId: 'aggregateSurveyResponses',
@@ -123,10 +143,13 @@ export function responsesFeature(deps: AppDeps): Feature {
             group_by: [{ field: 'completion' }, { field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 2 }],
           },
         },
-        success: { status: 200, description: 'Bucket counts, one level per group_by rule', schema: aggregationResultSchema, example: EXAMPLE_AGGREGATION },
+        success: { status: 200, description: 'Bucket counts, one level per group_by rule', schema: aggregationResultSchema, example: EXAMPLE_AGGREGATION, headers: POLLED_HEADERS },
         errors: READ_ERRORS,
-        handler: ({ auth, body, params }) =>
-          aggregate(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), body.group_by as GroupByRule[]),
+        conditional: true,
+        handler: async ({ auth, body, params }) => {
+          const { result, watermark } = await aggregate(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), body.group_by as GroupByRule[]);
+          return answer({ body: result, headers: watermarkHeader(watermark) });
+        },
       }),
     ],
     // Graceful shutdown: the rollup recomputes queued by acknowledged writes run before the engine stops.

@@ -12,6 +12,7 @@ import { requestLog } from './request-log.ts';
 import { opsFeature } from './ops.ts';
 import { rateLimit } from './rate-limit.ts';
 import { isRouteAnswer, type Feature, type RateClass, type Route } from './route.ts';
+import { etagOf, matchesIfNoneMatch, POLL_MAX_AGE_SECONDS } from './conditional.ts';
 
 export interface App {
   server: Server;
@@ -113,15 +114,18 @@ function runRoute(route: Route): Koa.Middleware<AppState> {
       headers: ctx.headers,
       signal: aborted.signal,
     });
-    if (isRouteAnswer(result)) {
-      const { status, body: out, headers } = result.answer;
-      ctx.status = status ?? route.success.status;
-      if (headers) ctx.set(headers);
-      if (out !== undefined) ctx.body = out;
-      return;
+    const { status, body: out, headers } = isRouteAnswer(result) ? result.answer : { status: undefined, body: result, headers: undefined };
+    ctx.status = status ?? route.success.status;
+    if (headers) ctx.set(headers);
+    if (route.conditional && ctx.status === 200 && out !== undefined) {
+      const etag = etagOf(out);
+      ctx.set({ ETag: etag, 'Cache-Control': `private, max-age=${POLL_MAX_AGE_SECONDS}` });
+      if (matchesIfNoneMatch(ctx.get('If-None-Match'), etag)) {
+        ctx.status = 304;
+        return;
+      }
     }
-    ctx.status = route.success.status;
-    ctx.body = result;
+    if (out !== undefined) ctx.body = out;
   };
 }
 

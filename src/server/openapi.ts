@@ -120,6 +120,7 @@ export function openApiDocument(routes: readonly Route[], options: OpenApiOption
         responses: {
           [route.success.status]: {
             description: route.success.description,
+            ...(route.success.headers ? { headers: route.success.headers } : {}),
             ...(route.success.schema
               ? {
                   content: {
@@ -129,6 +130,7 @@ export function openApiDocument(routes: readonly Route[], options: OpenApiOption
                 }
               : {}),
           },
+          ...(route.conditional ? { 304: { description: 'Not Modified: If-None-Match holds the current ETag of this answer; no body' } } : {}),
           ...Object.fromEntries(errorCodes(route).map((c) => [String(c), { $ref: `#/components/responses/E${c}` }])),
         },
       };
@@ -138,6 +140,9 @@ export function openApiDocument(routes: readonly Route[], options: OpenApiOption
       const query = route.query ? (toSchema(route.query, 'input') as { properties?: Record<string, unknown>; required?: string[] }) : undefined;
       for (const [name, schema] of Object.entries(query?.properties ?? {})) {
         parameters.push({ name, in: 'query', required: query?.required?.includes(name) ?? false, schema } as never);
+      }
+      if (route.conditional) {
+        parameters.push({ name: 'If-None-Match', in: 'header', required: false, description: 'The ETag of an earlier answer: 304 with no body while the answer is unchanged', schema: { type: 'string' } } as never);
       }
       if (parameters.length) op.parameters = parameters;
       if (route.body) {

@@ -82,6 +82,12 @@ export interface Route<Body = any, Query = any> {
   success: ResponseSpec & { status: number; contentType?: string };
   /** Error statuses this route can answer (documented; the error body is the same for all). */
   errors: readonly number[];
+  /**
+   * Conditional answers for pollers: the 200 carries an ETag (of the body, `took` left out) and
+   * `Cache-Control: private, max-age=<polling window>`; a request whose If-None-Match holds the
+   * current tag gets 304 with no body (server/conditional.ts).
+   */
+  conditional?: true;
   handler(input: RouteInput<Body, Query>): Promise<unknown> | unknown;
 }
 

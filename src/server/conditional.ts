@@ -1,0 +1,24 @@
+/**
+ * Conditional GET semantics for the read routes that dashboards poll (Route.conditional): an
+ * ETag computed from the answer, `Cache-Control: private, max-age=<s>` (how long the service
+ * itself reuses an answer, the polling window), and 304 Not Modified when If-None-Match holds the
+ * current tag. The tag is a hash of the body without `took` (the time the engine took, different
+ * on every run of the same answer), so an unchanged answer keeps its tag across runs; the 304
+ * saves the transfer and the client's work, and within the polling window the engine query too.
+ */
+import { createHash } from 'node:crypto';
+import { POLL_WINDOW_MS } from '../clickhouse/result-cache.ts';
+
+export const POLL_MAX_AGE_SECONDS = Math.round(POLL_WINDOW_MS / 1000);
+
+export function etagOf(body: unknown): string {
+  const json = JSON.stringify(body, (key, value) => (key === 'took' ? undefined : value));
+  return `"${createHash('sha256').update(json).digest('base64url').slice(0, 27)}"`;
+}
+
+/** True when an If-None-Match header value names `etag` (or is `*`); weak tags compare equal (RFC 9110 weak comparison). */
+export function matchesIfNoneMatch(header: string | undefined, etag: string): boolean {
+  if (!header) return false;
+  const bare = (t: string) => t.trim().replace(/^W\//, '');
+  return header.split(',').some((t) => t.trim() === '*' || bare(t) === bare(etag));
+}
