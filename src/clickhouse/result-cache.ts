@@ -112,9 +112,17 @@ export function pollingCachedEntry<T>(client: ClickHouseClient, key: string, com
   return entry;
 }
 
-/** A cache key for a request's parts (bigints as text). */
-export function requestKey(kind: string, parts: unknown): string {
-  return `${kind}\u0000${JSON.stringify(parts, bigintAsText)}`;
+/** A cache key for a request of an organization (bigints as text). */
+export function requestKey(kind: string, orgId: string, parts: unknown): string {
+  return `${kind}\u0000${orgId.toLowerCase()}\u0000${JSON.stringify(parts, bigintAsText)}`;
+}
+
+/**
+ * After a deletion: every cached answer of this client is dropped, so deleted data vanishes at
+ * once rather than after the polling window. Deletions are rare; the cache refills in 3 s.
+ */
+export function forgetCachedAnswers(client: ClickHouseClient): void {
+  polling.get(client)?.clear();
 }
 
 /** JSON.stringify throws on a bigint (histogram plans hold them); as text they still count. */

@@ -2,7 +2,11 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import { insertDataError } from '../clickhouse/errors.ts';
 import type { AppDeps } from '../server/context.ts';
-import { defineRoute, type Feature } from '../server/route.ts';
+import { answer, defineRoute, type Feature } from '../server/route.ts';
+import { charCount } from '../chars.ts';
+import { invalid } from '../errors.ts';
+import * as v from 'valibot';
+import { deleteUser } from './delete-user.ts';
 import { GroupCommitter } from './group-commit.ts';
 import { MAX_EVENT_BATCH_BYTES } from './limits.ts';
 import { encodeEventChunk, EventChunk, insertOnce } from './message-ids.ts';
@@ -57,6 +61,9 @@ export async function insertEvents(client: ClickHouseClient, chunks: readonly (s
   for await (const _ of result.stream);
 }
 
+/** DELETE /1.0/user/<alias>: how many rows the user had. */
+const userDeletionSchema = v.object({ deleted: v.pipe(v.number(), v.integer(), v.minValue(0)) });
+
 /** POST /1.0/event, and the group committer its requests share (drained at shutdown). */
 export function eventsFeature(deps: AppDeps): Feature {
   const committer = createEventCommitter(deps);
@@ -85,6 +92,26 @@ export function eventsFeature(deps: AppDeps): Feature {
           const chunk = encodeEventChunk(auth.orgId, body, receivedAt);
           const committedAt = await committer.submit(chunk, chunk.rows);
           return { count: chunk.rows, duplicates: chunk.duplicates, lag: committedAt - receivedAt.getTime() };
+        },
+      }),
+      defineRoute({
+        operationId: 'deleteUser',
+        method: 'DELETE',
+        path: '/1.0/user/:user_alias',
+        tag: 'events',
+        summary: "Delete a user's data: their events, properties and group memberships",
+        description:
+          'Gone from event search, event aggregation and the user profile when the 202 is sent, and across restarts (lightweight DELETE: masked at once, ' +
+          'removed from disk when the parts merge). Events sent for the alias afterwards are new events and are stored. An alias never seen counts 0.',
+        scope: 'events',
+        rateLimit: 'event',
+        params: { user_alias: { description: 'The user_alias the events were sent with (URL-encoded)', schema: { type: 'string', minLength: 1, maxLength: 255 }, example: 'user-42' } },
+        success: { status: 202, description: 'Deleted: the rows the user had (events, current properties and memberships)', schema: userDeletionSchema, example: { deleted: 12 } },
+        errors: [400, 401, 403, 429, 503],
+        handler: async ({ auth, params }) => {
+          const alias = params.user_alias ?? '';
+          if (alias.length < 1 || charCount(alias) > 255) throw invalid('user_alias must be 1 to 255 characters', [{ path: 'user_alias', message: 'must be 1 to 255 characters' }]);
+          return answer({ status: 202, body: { deleted: await deleteUser(deps.db, auth.orgId, alias) } });
         },
       }),
     ],

@@ -1,10 +1,12 @@
 import * as v from 'valibot';
 import type { AppDeps } from '../server/context.ts';
+import { invalid } from '../errors.ts';
+import { UUID_PATTERN } from '../query/filter-args.ts';
 import { IDEMPOTENCY_DESCRIPTION, idempotent } from '../idempotency/route.ts';
 import { IdempotencyStore } from '../idempotency/store.ts';
 import { answer, defineRoute, type Feature, type ParamSpec } from '../server/route.ts';
 import { aggregate, aggregationBodySchema } from './aggregation.ts';
-import { aggregationResultSchema, searchResultSchema, summarySchema, writeResultSchema } from './answers.ts';
+import { aggregationResultSchema, deletionResultSchema, searchResultSchema, summarySchema, writeResultSchema } from './answers.ts';
 import { scopeOf } from './compile.ts';
 import { parseSurveyIds, queryScopeSchema, searchBodySchema } from './filters.ts';
 import type { GroupByRule } from './group-by.ts';
@@ -13,12 +15,24 @@ import { searchResponses } from './search.ts';
 import { CSV_COLUMNS, exportResponses } from './export.ts';
 import { RollupMaintainer } from './rollups/maintainer.ts';
 import { insertResponses } from './store.ts';
+import { ResponseDeleter } from './delete.ts';
 import { summarize } from './summary.ts';
 
 const SURVEY_IDS: Record<string, ParamSpec> = {
   survey_ids: { description: 'Comma-separated survey UUIDs, or `*` for every survey of the organization', schema: { type: 'string' }, example: '*' },
 };
 const READ_ERRORS = [400, 401, 403, 413, 415, 429, 503] as const;
+
+const DELETION_DESCRIPTION =
+  'The responses disappear from search, summary, aggregation and export as soon as the 202 is sent (the rollup hours they were in are read from the raw ' +
+  'table until recomputed), and stay deleted across restarts. A write of a version whose updated_at is not after the deletion is acknowledged and ' +
+  'dropped; a later version is a new response. The rows are masked at once (lightweight DELETE) and removed from disk within an hour (the purge that ' +
+  'follows a deletion) or when their parts merge. Ids of another organization, or unknown, count 0.';
+
+function uuidParam(value: string, name: string): string {
+  if (!UUID_PATTERN.test(value)) throw invalid(`${name} must be a UUID`, [{ path: name, message: 'not a UUID' }]);
+  return value.toLowerCase();
+}
 
 /**
  * Data-Watermark: every write acknowledged before this instant is in the answer (the instant its
@@ -38,6 +52,7 @@ export function responsesFeature(deps: AppDeps): Feature {
   const client = () => deps.db.client();
   const keys = new IdempotencyStore(client, () => deps.db.cluster !== undefined);
   const rollups = new RollupMaintainer(client, deps.log);
+  const deleter = new ResponseDeleter(() => deps.db, rollups, deps.log);
   return {
     routes: [
       defineRoute<v.InferOutput<typeof responseBatchSchema>>({
@@ -52,7 +67,35 @@ export function responsesFeature(deps: AppDeps): Feature {
         body: { schema: responseBatchSchema, parse: (raw, auth) => parseResponseBatch(raw, auth.orgId), limitBytes, example: [EXAMPLE_RECORD] },
         success: { status: 200, description: 'Stored (inserted or replaced)', schema: writeResultSchema, example: { count: 1 } },
         errors: [400, 401, 403, 409, 413, 415, 429, 503],
-        handler: idempotent(keys, 'writeSurveyResponses', 200, async ({ auth, body }) => ({ count: await insertResponses(client(), auth.orgId, body, rollups) })),
+        handler: idempotent(keys, 'writeSurveyResponses', 200, async ({ auth, body }) => ({ count: await insertResponses(deps.db, auth.orgId, body, rollups) })),
+      }),
+      defineRoute({
+        operationId: 'deleteSurveyResponse',
+        method: 'DELETE',
+        path: '/1.0/survey/response/:response_id',
+        tag: 'survey responses',
+        summary: 'Delete one response: gone from every read at once; a version from before the deletion is never stored again',
+        description: DELETION_DESCRIPTION,
+        scope: 'responses:write',
+        rateLimit: 'survey write',
+        params: { response_id: { description: 'The response id (a UUID)', schema: { type: 'string', format: 'uuid' }, example: '3f2a1b0c-9d8e-4f7a-8b6c-5d4e3f2a1b0c' } },
+        success: { status: 202, description: 'Deleted: how many responses existed (0 or 1)', schema: deletionResultSchema, example: { deleted: 1 } },
+        errors: [400, 401, 403, 429, 503],
+        handler: async ({ auth, params }) => answer({ status: 202, body: { deleted: await deleter.deleteIds(auth.orgId, [uuidParam(params.response_id, 'response_id')]) } }),
+      }),
+      defineRoute({
+        operationId: 'deleteRespondent',
+        method: 'DELETE',
+        path: '/1.0/respondent/:respondent_id',
+        tag: 'survey responses',
+        summary: "Delete every response of a respondent (a person's data)",
+        description: DELETION_DESCRIPTION,
+        scope: 'responses:write',
+        rateLimit: 'survey write',
+        params: { respondent_id: { description: 'The respondent id (a UUID)', schema: { type: 'string', format: 'uuid' }, example: '7e6d5c4b-3a29-4180-9f7e-6d5c4b3a2918' } },
+        success: { status: 202, description: 'Deleted: how many responses the respondent had', schema: deletionResultSchema, example: { deleted: 3 } },
+        errors: [400, 401, 403, 429, 503],
+        handler: async ({ auth, params }) => answer({ status: 202, body: { deleted: await deleter.deleteRespondent(auth.orgId, uuidParam(params.respondent_id, 'respondent_id')) } }),
       }),
       defineRoute<v.InferOutput<typeof searchBodySchema>>({
         operationId: 'searchSurveyResponses',

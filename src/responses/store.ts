@@ -23,6 +23,9 @@ import { claimIdentities, storedIdentities, type Identity } from './identity.ts'
 import { apiToDb, toResponseRow, type ResponseRecord } from './record.ts';
 import { dbToApi } from '../time/iso.ts';
 import type { RollupMaintainer } from './rollups/maintainer.ts';
+import type { Database } from '../clickhouse/connection.ts';
+import { deleteWhere } from '../clickhouse/delete.ts';
+import { tombstonesOf } from './tombstones.ts';
 import { hourSlicesOf } from './rollups/slices.ts';
 
 const idLocks = new Map<string, Promise<void>>();
@@ -32,7 +35,7 @@ const idLocks = new Map<string, Promise<void>>();
  * one synchronous step and a batch only waits for batches that registered before it, so there is
  * no deadlock; batches with disjoint ids run in parallel.
  */
-async function withIdLocks<T>(keys: readonly string[], fn: () => Promise<T>): Promise<T> {
+export async function withIdLocks<T>(keys: readonly string[], fn: () => Promise<T>): Promise<T> {
   const earlier = new Set<Promise<void>>();
   for (const k of keys) {
     const held = idLocks.get(k);
@@ -54,10 +57,17 @@ async function withIdLocks<T>(keys: readonly string[], fn: () => Promise<T>): Pr
  * Upserts parsed records for the org; returns how many were written. Throws 400 (nothing stored)
  * when a record would move an existing response to another survey.
  */
-export async function insertResponses(client: ClickHouseClient, orgId: string, records: readonly ResponseRecord[], rollups: RollupMaintainer): Promise<number> {
-  const ids = [...new Set(records.map((r) => r.id.toLowerCase()))];
+export async function insertResponses(db: Database, orgId: string, batch: readonly ResponseRecord[], rollups: RollupMaintainer): Promise<number> {
+  const client = db.client();
   const org = orgId.toLowerCase();
-  return withIdLocks(ids.map((id) => `${org}/${id}`), async () => {
+  const batchIds = [...new Set(batch.map((r) => r.id.toLowerCase()))];
+  return withIdLocks(batchIds.map((id) => `${org}/${id}`), async () => {
+    // A deleted response (schema/040) does not come back through a version from before its
+    // deletion: such records are acknowledged and dropped.
+    const tombstones = await tombstonesOf(client, orgId, batchIds);
+    const records = batch.filter((r) => notDeleted(r, tombstones.get(r.id.toLowerCase())));
+    if (records.length === 0) return 0;
+    const ids = [...new Set(records.map((r) => r.id.toLowerCase()))];
     const known = await storedIdentities(client, orgId, ids);
     // First sightings: the first record of each new id claims its identity for the batch.
     const claims = new Map<string, Identity>();
@@ -94,8 +104,26 @@ export async function insertResponses(client: ClickHouseClient, orgId: string, r
     } finally {
       rollups.written(org, slices);
     }
-    return rows.length;
+    // A deletion in another process between the check above and the INSERT: take back what it
+    // deleted (the locks above only order this process's writes and deletions).
+    const later = await tombstonesOf(client, orgId, ids);
+    let undone = 0;
+    for (const [id, deletedAt] of later) {
+      if (deletedAt === tombstones.get(id)) continue;
+      const stale = records.filter((r) => r.id.toLowerCase() === id && !notDeleted(r, deletedAt));
+      if (stale.length === 0) continue;
+      await rollups.mark(org, hourSlicesOf(rows.filter((row) => row.id.toLowerCase() === id)));
+      await deleteWhere(db, 'survey_responses', 'org_id = {org:UUID} AND id = {id:UUID} AND updated_at <= {at:DateTime64(6, \'UTC\')}', { org, id, at: deletedAt });
+      rollups.written(org, hourSlicesOf(rows.filter((row) => row.id.toLowerCase() === id)));
+      undone += stale.length;
+    }
+    return rows.length - undone;
   });
+}
+
+/** True unless the record's version is from before its id's deletion (deleted_at, DateTime64(6) text). */
+function notDeleted(record: ResponseRecord, deletedAt: string | undefined): boolean {
+  return deletedAt === undefined || apiToDb(record.updated_at) > deletedAt;
 }
 
 /** Throws 400 naming every record whose survey differs from its id's known identity. */

@@ -49,7 +49,7 @@ describe('hardening: routes, parameters and body shapes', function () {
   after(() => svc.close());
 
   describe('methods and paths (defect 2)', () => {
-    for (const [method, path] of [['SEARCH', '/nope'], ['PROPFIND', '/nope'], ['PURGE', '/1.0'], ['SEARCH', '/1.0/survey/response/nope']] as const) {
+    for (const [method, path] of [['SEARCH', '/nope'], ['PROPFIND', '/nope'], ['PURGE', '/1.0'], ['SEARCH', '/1.0/survey/response/nope/more']] as const) {
       it(`${method} ${path} -> 404, the error body, no token needed`, async () => {
         const res = await svc.request(method, path);
         expect(res.status).to.equal(404);
@@ -67,6 +67,7 @@ describe('hardening: routes, parameters and body shapes', function () {
       ['DELETE', '/1.0/release', 'GET'],
       ['GET', '/1.0/survey/*/response', 'SEARCH'],
       ['PATCH', '/1.0/survey/response', 'POST'],
+      ['SEARCH', '/1.0/survey/response/nope', 'DELETE'],
     ] as const) {
       it(`${method} ${path} -> 405 with Allow (with or without a token)`, async () => {
         for (const token of [undefined, read]) {

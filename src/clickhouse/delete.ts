@@ -1,0 +1,36 @@
+/**
+ * Lightweight DELETE (`DELETE FROM t WHERE ...`): the rows disappear from every read at once (the
+ * engine masks them), and leave the disk when their parts merge or when APPLY DELETED MASK
+ * rewrites them. A Distributed table cannot take it: in cluster mode the statement runs on every
+ * node's `<table>_local` (or once, ON CLUSTER, when only one node's URL is known).
+ */
+import type { ClickHouseSettings } from '@clickhouse/client';
+import { localName } from './cluster-ddl.ts';
+import type { Database } from './connection.ts';
+
+const DELETE_SETTINGS: ClickHouseSettings = {
+  // Return once the rows are masked on every replica of the shard, not just queued.
+  lightweight_deletes_sync: '2',
+};
+
+/** `table` and `where` come from code (identifiers allow-listed by the caller); values are parameters. */
+export async function deleteWhere(db: Database, table: string, where: string, params: Record<string, unknown>): Promise<void> {
+  if (!db.cluster) {
+    await db.client().command({ query: `DELETE FROM ${table} WHERE ${where}`, query_params: params, clickhouse_settings: DELETE_SETTINGS });
+    return;
+  }
+  const { layout } = db.cluster;
+  if (layout.onCluster) {
+    await db.client().command({ query: `DELETE FROM ${localName(table)} ON CLUSTER ${layout.cluster} WHERE ${where}`, query_params: params, clickhouse_settings: DELETE_SETTINGS });
+    return;
+  }
+  await Promise.all(db.cluster.nodes().map((n) => n.client.command({ query: `DELETE FROM ${localName(table)} WHERE ${where}`, query_params: params, clickhouse_settings: DELETE_SETTINGS })));
+}
+
+/** Rewrites the parts that hold deleted rows without them (the physical purge). */
+export async function purgeDeleted(db: Database, table: string): Promise<void> {
+  const clients = db.cluster && !db.cluster.layout.onCluster ? db.cluster.nodes().map((n) => n.client) : [db.client()];
+  const name = db.cluster ? localName(table) : table;
+  const on = db.cluster?.layout.onCluster ? ` ON CLUSTER ${db.cluster.layout.cluster}` : '';
+  await Promise.all(clients.map((c) => c.command({ query: `ALTER TABLE ${name}${on} APPLY DELETED MASK` })));
+}
