@@ -230,6 +230,29 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
     }
   });
 
+  it('deletions reach the shard that holds the data: a response, a respondent and a user, gone through either instance', async () => {
+    // Shard 1: the node the instances do not send their DDL through first.
+    for (const shard of [1]) {
+      const org = await orgOnShard(shard);
+      const [w, r, ev] = [await token(org, ['responses:write']), await token(org, ['responses:read']), await token(org, ['events', 'events:read'])];
+      const data = records(20 + shard, 6);
+      data[1].respondent_id = data[2].respondent_id;
+      expect((await request(instances[0].url, 'POST', '/1.0/survey/response', { token: w, body: data })).status).to.equal(200);
+      expect((await request(instances[0].url, 'POST', '/1.0/event', { token: ev, body: [{ type: 'track', user_alias: 'u-del', event_name: 'x' }, { type: 'identify', user_alias: 'u-del', properties: { a: 1 } }] })).status).to.equal(200);
+      const del = (path: string, t: string) => request(instances[1].url, 'DELETE', path, { token: t });
+      expect((await del(`/1.0/survey/response/${data[0].id}`, w)).body).to.deep.equal({ deleted: 1 });
+      expect((await del(`/1.0/respondent/${data[1].respondent_id}`, w)).body).to.deep.equal({ deleted: 2 });
+      expect((await del('/1.0/user/u-del', ev)).body).to.deep.equal({ deleted: 3 });
+      for (const via of instances) {
+        const left = await request(via.url, 'SEARCH', '/1.0/survey/*/response', { token: r, body: { size: 10 } });
+        expect(left.body.hits.responses.map((x: { id: string }) => x.id).sort()).to.deep.equal(data.slice(3).map((d) => d.id).sort());
+        expect((await request(via.url, 'GET', '/1.0/user/u-del', { token: ev })).status).to.equal(404);
+      }
+      const counts = await rowsPerShard('survey_responses', org);
+      expect(counts[shard]).to.equal(3);
+    }
+  });
+
   it('two instances, one token: one rate limit (Redis), not one per instance', async () => {
     const releases = await token(randomUUID(), ['releases']);
     // Sequential requests alternating between the instances. Within one 1-second window the shared
