@@ -20,9 +20,8 @@ import { Readable } from 'node:stream';
 import { ParamBag, compiled } from '../clickhouse/sql.ts';
 import { fromScope, QUERY_SETTINGS, type Scope } from './compile.ts';
 import { responseRecordSchema } from './record.ts';
+import { csvLine, planDaySlices, SLICE_ROWS, type ExportFormat } from '../query/export.ts';
 
-/** Responses per slice (one engine query each), about: a slice is whole days. */
-export const SLICE_ROWS = 20_000;
 const DT = "DateTime64(6, 'UTC')";
 
 const EXPORT_SETTINGS: ClickHouseSettings = {
@@ -31,8 +30,6 @@ const EXPORT_SETTINGS: ClickHouseSettings = {
   max_execution_time: 3600,
   cancel_http_readonly_queries_on_client_close: 1,
 };
-
-export type ExportFormat = 'ndjson' | 'csv';
 
 /** The CSV columns: the top-level fields of a response record, in the schema's order. */
 export const CSV_COLUMNS: readonly string[] = Object.keys(responseRecordSchema.pipe[0].entries);
@@ -53,26 +50,7 @@ async function slices(client: ClickHouseClient, scope: Scope, signal: AbortSigna
   // toDate32: created_at may be before 1970 (the API accepts 1900 on).
   const q = compiled(`SELECT toString(toDate32(created_at)) AS d, count() AS n ${fromScope(scope, bag)} GROUP BY d ORDER BY d DESC`, bag);
   const rs = await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS, abort_signal: signal });
-  const days = await rs.json<{ d: string; n: string }>();
-  const out: Array<[string, string]> = [];
-  let to: string | undefined;
-  let rows = 0;
-  for (const [i, day] of days.entries()) {
-    to ??= nextDay(day.d);
-    rows += Number(day.n);
-    if (rows >= sliceRows || i === days.length - 1) {
-      out.push([`${day.d} 00:00:00.000000`, to]);
-      to = undefined;
-      rows = 0;
-    }
-  }
-  return out;
-}
-
-function nextDay(date: string): string {
-  const d = new Date(`${date}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + 1);
-  return `${d.toISOString().slice(0, 10)} 00:00:00.000000`;
+  return planDaySlices(await rs.json<{ d: string; n: string }>(), sliceRows);
 }
 
 function sliceQuery(scope: Scope, [from, to]: [string, string]) {
@@ -102,22 +80,11 @@ async function* csvChunks(client: ClickHouseClient, scope: Scope, plan: Array<[s
     try {
       for await (const rows of stream) {
         let text = '';
-        for (const row of rows) text += csvLine(JSON.parse(row.json<{ doc: string }>().doc) as Record<string, unknown>);
+        for (const row of rows) text += csvLine(CSV_COLUMNS, JSON.parse(row.json<{ doc: string }>().doc) as Record<string, unknown>);
         yield text;
       }
     } finally {
       stream.destroy();
     }
   }
-}
-
-/** One CSV record (RFC 4180): strings as they are, numbers and booleans as JSON, arrays and objects as JSON text, null/absent empty. */
-export function csvLine(record: Record<string, unknown>): string {
-  return `${CSV_COLUMNS.map((c) => csvField(record[c])).join(',')}\r\n`;
-}
-
-function csvField(value: unknown): string {
-  if (value === undefined || value === null) return '';
-  const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
 }

@@ -13,6 +13,7 @@ import type { GroupByRule } from './group-by.ts';
 import { parseResponseBatch, responseBatchSchema } from './record.ts';
 import { searchResponses } from './search.ts';
 import { CSV_COLUMNS, exportResponses } from './export.ts';
+import { EXPORT_CONTENT_TYPE, exportFormatOf } from '../query/export.ts';
 import { RollupMaintainer } from './rollups/maintainer.ts';
 import { insertResponses } from './store.ts';
 import { ResponseDeleter } from './delete.ts';
@@ -142,10 +143,10 @@ export function responsesFeature(deps: AppDeps): Feature {
         },
         errors: READ_ERRORS,
         handler: async ({ auth, body, params, headers, signal }) => {
-          const csv = /\btext\/csv\b/i.test(headers.accept ?? '');
+          const format = exportFormatOf(headers.accept);
           const watermark = Date.now();
-          const stream = await exportResponses(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), csv ? 'csv' : 'ndjson', signal);
-          return answer({ status: 200, body: stream, headers: { 'content-type': csv ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8', ...watermarkHeader(watermark) } });
+          const stream = await exportResponses(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), format, signal);
+          return answer({ status: 200, body: stream, headers: { 'content-type': EXPORT_CONTENT_TYPE[format], ...watermarkHeader(watermark) } });
         },
       }),
       defineRoute<v.InferOutput<typeof queryScopeSchema>>({

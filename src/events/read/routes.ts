@@ -1,6 +1,11 @@
 import { invalid } from '../../errors.ts';
 import type { AppDeps } from '../../server/context.ts';
-import { defineRoute, type Feature, type RouteInput } from '../../server/route.ts';
+import { answer, defineRoute, type Feature, type RouteInput } from '../../server/route.ts';
+import * as v from 'valibot';
+import { jsonObject } from '../../validation.ts';
+import { EXPORT_CONTENT_TYPE, exportFormatOf } from '../../query/export.ts';
+import { EVENT_CSV_COLUMNS, exportEvents } from './export.ts';
+import { eventScopeEntries } from './filters.ts';
 import { aggregateEvents, eventAggregationBodySchema, type EventAggregationBody, type EventGroupByRule } from './aggregation.ts';
 import { userProfile } from './profile.ts';
 import { EVENT_RESULT_SCHEMAS } from './openapi.ts';
@@ -8,6 +13,10 @@ import { eventScopeOf, eventSearchBodySchema, searchEvents, type EventSearchBody
 import { charCount } from '../../chars.ts';
 
 const READ_ERRORS = [400, 401, 403, 413, 415, 429, 503] as const;
+
+/** The export body: the scope of an event search, without size or cursor (every match is sent). */
+const eventExportBodySchema = jsonObject({ ...eventScopeEntries }, 'the event export body');
+type EventExportBody = v.InferOutput<typeof eventExportBodySchema>;
 
 /** The event reads: search, aggregation (each SEARCH also served as POST) and user profiles. */
 export function eventReadsFeature(deps: AppDeps): Feature {
@@ -41,6 +50,35 @@ export function eventReadsFeature(deps: AppDeps): Feature {
         method: 'POST',
         path: '/1.0/event/search',
         description: 'Also served as `SEARCH /1.0/event` (same body, scope, limits and answers).',
+      }),
+      defineRoute<EventExportBody>({
+        operationId: 'exportEvents',
+        method: 'SEARCH',
+        aliases: ['POST'],
+        path: '/1.0/event/export',
+        tag: 'events',
+        summary: 'Every event in scope, newest first, streamed as NDJSON (default) or CSV (Accept: text/csv)',
+        description:
+          'The body holds filters_bool, filters and range, as in event search. NDJSON: one event record per line, as event search returns them. CSV ' +
+          '(`Accept: text/csv`): a header line, then one column per top-level field of a record; `properties` and `context` are JSON text. Streamed with ' +
+          'backpressure in memory that does not grow with the number of events; a client that disconnects stops the engine query.',
+        scope: 'events:read',
+        rateLimit: 'event read',
+        body: { schema: eventExportBodySchema, limitBytes, whenEmpty: {}, example: { filters: [{ key: 'type', operator: 'eq', value: 'track' }] } },
+        success: {
+          status: 200,
+          description: 'NDJSON (application/x-ndjson), or CSV (text/csv) when the Accept header asks for it',
+          contentType: 'application/x-ndjson',
+          schema: { type: 'string', description: 'One event record (as in event search answers) per line' },
+          example: '{"event_id":"5f0c7a9e-2b1d-4c3e-8f6a-9b8c7d6e5f4a","type":"track","event_name":"opened","user_id":"0e8f6a4c-2d1b-5c9e-8a7f-6b5c4d3e2f1a","anonymous":true,"timestamp":"2026-11-01T10:00:00.000Z","received_at":"2026-11-01T10:00:00.120Z","properties":{}}\n',
+          alternatives: { 'text/csv': { schema: { type: 'string', description: `A header line (${EVENT_CSV_COLUMNS.join(',')}), then one line per event` } } },
+        },
+        errors: READ_ERRORS,
+        handler: async ({ auth, body, headers, signal }) => {
+          const format = exportFormatOf(headers.accept);
+          const stream = await exportEvents(client(), eventScopeOf(auth.orgId, body), format, signal);
+          return answer({ status: 200, body: stream, headers: { 'content-type': EXPORT_CONTENT_TYPE[format] } });
+        },
       }),
       defineRoute<EventAggregationBody>({
         operationId: 'aggregateEvents',

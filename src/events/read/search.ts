@@ -100,16 +100,6 @@ export function compileEventPage(input: EventScope & { after?: EventPosition }, 
   );
 }
 
-/**
- * Every event in scope, newest first, for a stream (export): the same source, columns and order
- * as the search, without a limit. Read rows with toEventRecord.
- */
-export function compileEventStream(scope: EventScope, after?: EventPosition): CompiledQuery {
-  const bag = new ParamBag();
-  const from = new EventSource(scope, bag).from();
-  return compiled(`SELECT ${EVENT_COLUMNS.join(', ')} ${from}${afterSql(after, bag)} ORDER BY ${EVENT_ORDER}`, bag);
-}
-
 type CountRow = { total: number | string } & Record<`w${number}`, number | string>;
 
 /** The count, then the page from the smallest window that holds size + 1 matches. */

@@ -1,0 +1,54 @@
+/**
+ * What the streaming exports (survey responses, events) share: the plan of time slices that keeps
+ * each engine query to about SLICE_ROWS rows (so the engine sorts one slice at a time, never the
+ * whole scope), and CSV records (RFC 4180).
+ */
+
+/** Rows per slice (one engine query each), about: a slice is whole UTC days. */
+export const SLICE_ROWS = 20_000;
+
+export type ExportFormat = 'ndjson' | 'csv';
+
+/** The format an Accept header asks for: CSV when it names text/csv, NDJSON otherwise. */
+export function exportFormatOf(accept: string | undefined): ExportFormat {
+  return /\btext\/csv\b/i.test(accept ?? '') ? 'csv' : 'ndjson';
+}
+
+export const EXPORT_CONTENT_TYPE: Record<ExportFormat, string> = { ndjson: 'application/x-ndjson; charset=utf-8', csv: 'text/csv; charset=utf-8' };
+
+/**
+ * Slices [from, to) as DateTime64(6) texts, newest first, from the row count of each day
+ * (`d` 'YYYY-MM-DD', newest first): consecutive days until about `sliceRows` rows.
+ */
+export function planDaySlices(days: ReadonlyArray<{ d: string; n: number | string }>, sliceRows = SLICE_ROWS): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  let to: string | undefined;
+  let rows = 0;
+  for (const [i, day] of days.entries()) {
+    to ??= `${nextDay(day.d)} 00:00:00.000000`;
+    rows += Number(day.n);
+    if (rows >= sliceRows || i === days.length - 1) {
+      out.push([`${day.d} 00:00:00.000000`, to]);
+      to = undefined;
+      rows = 0;
+    }
+  }
+  return out;
+}
+
+function nextDay(date: string): string {
+  const d = new Date(`${date}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + 1);
+  return d.toISOString().slice(0, 10);
+}
+
+/** One CSV record: strings as they are, numbers and booleans as JSON, arrays and objects as JSON text, null/absent empty. */
+export function csvLine(columns: readonly string[], record: Record<string, unknown>): string {
+  return `${columns.map((c) => csvField(record[c])).join(',')}\r\n`;
+}
+
+function csvField(value: unknown): string {
+  if (value === undefined || value === null) return '';
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
