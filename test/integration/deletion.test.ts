@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { startTestService, type TestService } from './harness.ts';
+import { request, startTestService, type TestService } from './harness.ts';
+import { startServiceProcess, type ServiceProcess } from './service-process.ts';
 
 /**
  * DELETE /1.0/survey/response/<id> and DELETE /1.0/respondent/<id>: gone from every read at once
@@ -145,3 +146,41 @@ describe('deleting a user (DELETE /1.0/user/<alias>)', function () {
   });
 });
 
+
+describe('deletions across a restart of tallyhouse serve', function () {
+  this.timeout(300_000);
+  let first: ServiceProcess | undefined;
+  let second: ServiceProcess | undefined;
+  after(async () => {
+    await second?.cleanup();
+    await first?.cleanup();
+  });
+
+  it('a deleted response and a deleted user stay deleted after the service and its engine restart', async () => {
+    first = await startServiceProcess({ env: { TALLYHOUSE_DEMO: '1' } });
+    const { tokens } = first;
+    const survey = randomUUID();
+    const ids = [randomUUID(), randomUUID(), randomUUID()];
+    const body = ids.map((id, i) => ({
+      id, survey_id: survey, channel_id: survey, respondent_id: randomUUID(), language: 'en', completion: 'fully_completed', active: true, end_reason: '',
+      ended_at: '', answers: [], created_at: `2024-03-01T0${i}:00:00Z`, updated_at: '2024-03-01T09:00:00Z', last_answer_at: '', hidden_fields: [],
+    }));
+    const call = (svc: ServiceProcess, method: string, path: string, token: string, b?: unknown) =>
+      request(svc.url, method, path, { token, ...(b === undefined ? {} : { body: b }) });
+    expect((await call(first, 'POST', '/1.0/survey/response', tokens['responses:write'], body)).status).to.equal(200);
+    expect((await call(first, 'POST', '/1.0/event', tokens.events, [{ type: 'track', user_alias: 'leaving', event_name: 'x' }])).status).to.equal(200);
+    expect((await call(first, 'DELETE', `/1.0/survey/response/${ids[1]}`, tokens['responses:write'])).body).to.deep.equal({ deleted: 1 });
+    expect((await call(first, 'DELETE', '/1.0/user/leaving', tokens.events)).body).to.deep.equal({ deleted: 1 });
+    first.child.kill('SIGTERM');
+    expect(await first.exited).to.deep.equal({ code: 0, signal: null });
+
+    second = await startServiceProcess({ dataDir: first.dataDir });
+    const left = await call(second, 'SEARCH', `/1.0/survey/${survey}/response`, second.tokens['responses:read'], { size: 10 });
+    expect(left.body.hits.responses.map((r: { id: string }) => r.id).sort()).to.deep.equal([ids[0], ids[2]].sort());
+    const summary = await call(second, 'SEARCH', `/1.0/survey/${survey}/response/summary`, second.tokens['responses:read'], {});
+    expect(summary.body.completion.fully_completed).to.equal(2);
+    expect((await call(second, 'GET', '/1.0/user/leaving', second.tokens['events:read'])).status).to.equal(404);
+    // The old version is still refused after the restart (the tombstone is stored).
+    expect((await call(second, 'POST', '/1.0/survey/response', second.tokens['responses:write'], [body[1]])).body).to.deep.equal({ count: 0 });
+  });
+});

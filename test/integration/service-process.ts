@@ -16,6 +16,8 @@ export interface ServiceProcess {
   url: string;
   /** The demo organization's token with the `events` scope. */
   eventsToken: string;
+  /** The demo organization's tokens, by scope, as the banner prints them. */
+  tokens: Record<string, string>;
   /** The structured log lines so far. */
   logs(): Array<Record<string, any>>;
   /** {port, pid} of the engine serving the data directory (engine.json). */
@@ -31,10 +33,12 @@ export interface StartOptions {
   wrapper?: string[];
   /** Own process group (the test can then signal the group as a terminal does). */
   detached?: boolean;
+  /** Start on this data directory (a restart); cleanup() then leaves it to its creator. */
+  dataDir?: string;
 }
 
 export async function startServiceProcess(opts: StartOptions = {}): Promise<ServiceProcess> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'tallyhouse-proc-'));
+  const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'tallyhouse-proc-'));
   const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', ...opts.env };
   const [command, ...args] = [...(opts.wrapper ?? []), process.execPath, BIN, 'serve'];
   const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
@@ -62,7 +66,7 @@ export async function startServiceProcess(opts: StartOptions = {}): Promise<Serv
       for (let i = 0; i < 100 && isAlive(enginePid); i++) await new Promise((r) => setTimeout(r, 100));
       if (isAlive(enginePid)) process.kill(enginePid, 'SIGKILL');
     }
-    rmSync(dataDir, { recursive: true, force: true });
+    if (!opts.dataDir) rmSync(dataDir, { recursive: true, force: true });
   };
 
   const deadline = Date.now() + 120_000;
@@ -78,6 +82,7 @@ export async function startServiceProcess(opts: StartOptions = {}): Promise<Serv
     dataDir,
     url: /running at (http:\/\/\S+)/.exec(banner)![1],
     eventsToken: /events\s+(th_\S+)/.exec(banner)![1],
+    tokens: Object.fromEntries([...banner.matchAll(/^\s+(\S+)\s+(th_\S+)/gm)].map((m) => [m[1], m[2]])),
     logs: () =>
       stderr
         .split('\n')
