@@ -126,10 +126,13 @@ export async function measureWrites(opts: {
   };
 }
 
-/** Removes what measureWrites wrote (its survey) from both tables. */
-async function deleteWritten(client: ClickHouseClient, orgId: string): Promise<void> {
+/**
+ * Removes what was written into the bench's write survey: the responses, their identities, and
+ * the survey's rollup rows and pending marks (left behind, the rollups would still count them).
+ */
+export async function deleteWritten(client: ClickHouseClient, orgId: string): Promise<void> {
   const params = { org: orgId, survey: writeSurveyId(orgId) };
-  for (const table of ['survey_responses', 'survey_response_ids']) {
+  for (const table of ['survey_responses', 'survey_response_ids', 'survey_rollup', 'survey_rollup_pending']) {
     await client.command({
       query: `DELETE FROM ${table} WHERE org_id = {org:UUID} AND survey_id = {survey:UUID}`,
       query_params: params,
