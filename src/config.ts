@@ -38,6 +38,8 @@ export interface Config {
   logLevel: LogLevel;
   /** How long a token lookup (known or unknown) is cached: the delay before a revocation applies. */
   tokenCacheTtlMs: number;
+  /** Token lookups sent to the engine at once; past it, a request with an uncached token gets 503. */
+  tokenMaxConcurrentLookups: number;
 }
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -160,6 +162,7 @@ export function loadConfig(env: Env = process.env): Config {
     maxConnections: env.MAX_CONNECTIONS === undefined || env.MAX_CONNECTIONS === '' ? undefined : int(env, 'MAX_CONNECTIONS', 0, 1, 10_000_000),
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     tokenCacheTtlMs: int(env, 'TOKEN_CACHE_TTL_MS', 5000, 0, 3_600_000),
+    tokenMaxConcurrentLookups: int(env, 'TOKEN_MAX_CONCURRENT_LOOKUPS', 16, 1, 1024),
   };
 }
 
@@ -192,4 +195,5 @@ export const CONFIG_KEYS: ReadonlyArray<[string, string, string]> = [
   ['MAX_CONNECTIONS', '(derived)', 'open client connections at once (more are closed at accept); default: the open-file limit minus a reserve'],
   ['LOG_LEVEL', 'info', 'debug, info, warn, error or silent'],
   ['TOKEN_CACHE_TTL_MS', '5000', 'token lookups (known and unknown) are cached this long: a revoked token stops working within it; 0 = no cache'],
+  ['TOKEN_MAX_CONCURRENT_LOOKUPS', '16', 'token lookups sent to the engine at once; past it, a request with a token not in the cache gets 503 + Retry-After'],
 ];

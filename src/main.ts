@@ -29,7 +29,7 @@ async function serve(config: Config, log: Logger): Promise<void> {
   const applied = await migrate(db);
   if (applied.length) log.info({ msg: 'migrations applied', applied });
   const sharedLimits = config.redisUrl ? connectSharedLimits(config.redisUrl, log) : undefined;
-  const deps = { config, db, log, tokens: new TokenCache(config.tokenCacheTtlMs), sharedLimits };
+  const deps = { config, db, log, tokens: new TokenCache(config.tokenCacheTtlMs, config.tokenMaxConcurrentLookups), sharedLimits };
   const app = createApp(deps, features(deps));
   const port = await app.listen(config.port, config.host).catch((err) => {
     throw listenError(err, config.host, config.port);

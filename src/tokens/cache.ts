@@ -16,7 +16,10 @@ import { findActiveToken, hashToken, type TokenIdentity } from './tokens.ts';
  */
 export const TOKEN_CACHE_TTL_MS = 5000;
 const MAX_ENTRIES = 10_000;
-/** A quarter of one engine client's socket pool (64): token checks never crowd out the queries. */
+/**
+ * The default of TOKEN_MAX_CONCURRENT_LOOKUPS: a quarter of one engine client's socket pool (64),
+ * so token checks never crowd out the queries.
+ */
 export const MAX_CONCURRENT_LOOKUPS = 16;
 
 export interface TokenCacheStats {

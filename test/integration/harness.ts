@@ -72,7 +72,7 @@ export async function startTestService(env: Record<string, string> = {}): Promis
   const config = testConfig(env);
   const db = await connectDatabase(config, quiet, { supervise: false });
   await migrate(db);
-  const tokens = new TokenCache(config.tokenCacheTtlMs);
+  const tokens = new TokenCache(config.tokenCacheTtlMs, config.tokenMaxConcurrentLookups);
   const deps = { config, db, log: createLogger(config.logLevel), tokens };
   const feats = features(deps);
   const app = createApp(deps, feats);
