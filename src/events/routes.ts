@@ -3,10 +3,9 @@ import { Readable } from 'node:stream';
 import { insertDataError } from '../clickhouse/errors.ts';
 import type { AppDeps } from '../server/context.ts';
 import { answer, defineRoute, type Feature } from '../server/route.ts';
-import { charCount } from '../chars.ts';
-import { invalid } from '../errors.ts';
 import * as v from 'valibot';
 import { deleteUser } from './delete-user.ts';
+import { userAliasParam } from './rows.ts';
 import { GroupCommitter } from './group-commit.ts';
 import { MAX_EVENT_BATCH_BYTES } from './limits.ts';
 import { encodeEventChunk, EventChunk, insertOnce } from './message-ids.ts';
@@ -109,9 +108,7 @@ export function eventsFeature(deps: AppDeps): Feature {
         success: { status: 202, description: 'Deleted: the rows the user had (events, current properties and memberships)', schema: userDeletionSchema, example: { deleted: 12 } },
         errors: [400, 401, 403, 429, 503],
         handler: async ({ auth, params }) => {
-          const alias = params.user_alias ?? '';
-          if (alias.length < 1 || charCount(alias) > 255) throw invalid('user_alias must be 1 to 255 characters', [{ path: 'user_alias', message: 'must be 1 to 255 characters' }]);
-          return answer({ status: 202, body: { deleted: await deleteUser(deps.db, auth.orgId, alias) } });
+          return answer({ status: 202, body: { deleted: await deleteUser(deps.db, auth.orgId, userAliasParam(params)) } });
         },
       }),
     ],

@@ -13,6 +13,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { parse as parseUuid, v5 } from 'uuid';
+import { charCount } from '../chars.ts';
+import { invalid } from '../errors.ts';
 import { formatDbDate, parseIsoMillis } from '../time/iso.ts';
 import type { EventType, ParsedEvent } from './schema.ts';
 
@@ -93,6 +95,13 @@ function cachedId(scope: string, key: string, name: () => string): string {
   ids.set(key, id);
   idCacheSize++;
   return id;
+}
+
+/** The `:user_alias` path parameter (profile, deletion): 1 to 255 characters, as events carry it. */
+export function userAliasParam(params: Record<string, string>): string {
+  const alias = params.user_alias ?? '';
+  if (alias.length < 1 || charCount(alias) > 255) throw invalid('user_alias must be 1 to 255 characters', [{ path: 'user_alias', message: 'must be 1 to 255 characters' }]);
+  return alias;
 }
 
 /** The stable internal user id of an alias within an organization. */

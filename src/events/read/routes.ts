@@ -1,4 +1,3 @@
-import { invalid } from '../../errors.ts';
 import type { AppDeps } from '../../server/context.ts';
 import { answer, defineRoute, type Feature, type RouteInput } from '../../server/route.ts';
 import * as v from 'valibot';
@@ -10,7 +9,7 @@ import { aggregateEvents, eventAggregationBodySchema, type EventAggregationBody,
 import { userProfile } from './profile.ts';
 import { EVENT_RESULT_SCHEMAS } from './openapi.ts';
 import { eventScopeOf, eventSearchBodySchema, searchEvents, type EventSearchBody } from './search.ts';
-import { charCount } from '../../chars.ts';
+import { userAliasParam } from '../rows.ts';
 
 const READ_ERRORS = [400, 401, 403, 413, 415, 429, 503] as const;
 
@@ -113,11 +112,7 @@ export function eventReadsFeature(deps: AppDeps): Feature {
         params: { user_alias: { description: 'The user_alias the events were sent with (URL-encoded)', schema: { type: 'string', minLength: 1, maxLength: 255 }, example: 'user-42' } },
         success: { status: 200, description: 'The profile', ...EVENT_RESULT_SCHEMAS.profile },
         errors: [400, 401, 403, 404, 429, 503],
-        handler: ({ auth, params }) => {
-          const alias = params.user_alias ?? '';
-          if (alias.length < 1 || charCount(alias) > 255) throw invalid('user_alias must be 1 to 255 characters', [{ path: 'user_alias', message: 'must be 1 to 255 characters' }]);
-          return userProfile(client(), auth.orgId, alias);
-        },
+        handler: ({ auth, params }) => userProfile(client(), auth.orgId, userAliasParam(params)),
       }),
     ],
   };
