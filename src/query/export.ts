@@ -9,6 +9,13 @@ export const SLICE_ROWS = 20_000;
 
 export type ExportFormat = 'ndjson' | 'csv';
 
+/**
+ * Added to a feature's query settings for the slice queries: one slice may wait on a slow client
+ * for a long time (the per-query read and memory limits still hold), and the engine cancels the
+ * query when the service's request to it closes (the client went away).
+ */
+export const EXPORT_SLICE_SETTINGS = { max_execution_time: 3600, cancel_http_readonly_queries_on_client_close: 1 } as const;
+
 /** The format an Accept header asks for: CSV when it names text/csv, NDJSON otherwise. */
 export function exportFormatOf(accept: string | undefined): ExportFormat {
   return /\btext\/csv\b/i.test(accept ?? '') ? 'csv' : 'ndjson';

@@ -20,16 +20,11 @@ import { Readable } from 'node:stream';
 import { ParamBag, compiled } from '../clickhouse/sql.ts';
 import { fromScope, QUERY_SETTINGS, type Scope } from './compile.ts';
 import { responseRecordSchema } from './record.ts';
-import { csvLine, planDaySlices, SLICE_ROWS, type ExportFormat } from '../query/export.ts';
+import { csvLine, EXPORT_SLICE_SETTINGS, planDaySlices, SLICE_ROWS, type ExportFormat } from '../query/export.ts';
 
 const DT = "DateTime64(6, 'UTC')";
 
-const EXPORT_SETTINGS: ClickHouseSettings = {
-  ...QUERY_SETTINGS,
-  // One slice may wait on a slow client for a long time; the per-query limits still hold.
-  max_execution_time: 3600,
-  cancel_http_readonly_queries_on_client_close: 1,
-};
+const EXPORT_SETTINGS: ClickHouseSettings = { ...QUERY_SETTINGS, ...EXPORT_SLICE_SETTINGS };
 
 /** The CSV columns: the top-level fields of a response record, in the schema's order. */
 export const CSV_COLUMNS: readonly string[] = Object.keys(responseRecordSchema.pipe[0].entries);

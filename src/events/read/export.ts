@@ -9,12 +9,12 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import { ParamBag, compiled } from '../../clickhouse/sql.ts';
-import { csvLine, planDaySlices, SLICE_ROWS, type ExportFormat } from '../../query/export.ts';
+import { csvLine, EXPORT_SLICE_SETTINGS, planDaySlices, SLICE_ROWS, type ExportFormat } from '../../query/export.ts';
 import { EVENT_COLUMNS, toEventRecord, type EventReadRow } from './record.ts';
 import { EVENT_ORDER } from './search.ts';
 import { DT, EVENT_QUERY_SETTINGS, EventSource, type EventScope } from './source.ts';
 
-const EXPORT_SETTINGS: ClickHouseSettings = { ...EVENT_QUERY_SETTINGS, max_execution_time: 3600, cancel_http_readonly_queries_on_client_close: 1 };
+const EXPORT_SETTINGS: ClickHouseSettings = { ...EVENT_QUERY_SETTINGS, ...EXPORT_SLICE_SETTINGS };
 
 /** The CSV columns: every top-level field an event record can have. */
 export const EVENT_CSV_COLUMNS = [
