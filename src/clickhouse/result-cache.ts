@@ -112,9 +112,9 @@ export function pollingCachedEntry<T>(client: ClickHouseClient, key: string, com
   return entry;
 }
 
-/** A cache key for a request of an organization (bigints as text). */
-export function requestKey(kind: string, orgId: string, parts: unknown): string {
-  return `${kind}\u0000${orgId.toLowerCase()}\u0000${JSON.stringify(parts, bigintAsText)}`;
+/** A cache key for a request (its parts hold its scope, organization included; bigints as text). */
+export function requestKey(kind: string, parts: unknown): string {
+  return `${kind}\u0000${JSON.stringify(parts, bigintAsText)}`;
 }
 
 /**

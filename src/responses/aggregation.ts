@@ -275,7 +275,7 @@ export async function aggregate(client: ClickHouseClient, scope: Scope, rules: r
   // engine's 3 s query cache (its SQL carries both).
   const run: RunQuery = (q) => queryRows(client, q, { ...AGGREGATION_SETTINGS, ...DASHBOARD_QUERY_CACHE_SETTINGS });
   const fresh: RunQuery = (q) => queryRows(client, q, AGGREGATION_SETTINGS);
-  const cached = pollingCachedEntry(client, requestKey('aggregation', scope.orgId, [scope, rules, options]), async () => [await runAggregation(run, scope, rules, { ...options, fresh })]);
+  const cached = pollingCachedEntry(client, requestKey('aggregation', [scope, rules, options]), async () => [await runAggregation(run, scope, rules, { ...options, fresh })]);
   const [{ plans, rows }] = await cached.rows;
   return { result: shapeAggregation(rules, plans, rows, Math.round(performance.now() - started)), watermark: cached.at };
 }

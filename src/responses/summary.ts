@@ -180,7 +180,7 @@ export async function summarize(client: ClickHouseClient, scope: Scope, options:
   // pending slices, so a cached result was computed with the same ones).
   const run: RunQuery = (q) => queryRows(client, q, { ...QUERY_SETTINGS, ...DASHBOARD_QUERY_CACHE_SETTINGS });
   const fresh: RunQuery = (q) => queryRows(client, q, QUERY_SETTINGS);
-  const { rows, at } = pollingCachedEntry(client, requestKey('summary', scope.orgId, [scope, options]), () => runSummary(run, scope, { ...options, fresh }));
+  const { rows, at } = pollingCachedEntry(client, requestKey('summary', [scope, options]), () => runSummary(run, scope, { ...options, fresh }));
   return { summary: shapeSummary((await rows)[0]), watermark: at };
 }
 
