@@ -12,7 +12,7 @@ import { requestLog } from './request-log.ts';
 import { opsFeature } from './ops.ts';
 import { rateLimit } from './rate-limit.ts';
 import { isRouteAnswer, type Feature, type RateClass, type Route } from './route.ts';
-import { etagOf, matchesIfNoneMatch, POLL_MAX_AGE_SECONDS } from './conditional.ts';
+import { matchesIfNoneMatch, POLL_MAX_AGE_SECONDS, taggedJson } from './conditional.ts';
 
 export interface App {
   server: Server;
@@ -118,12 +118,15 @@ function runRoute(route: Route): Koa.Middleware<AppState> {
     ctx.status = status ?? route.success.status;
     if (headers) ctx.set(headers);
     if (route.conditional && ctx.status === 200 && out !== undefined) {
-      const etag = etagOf(out);
+      const { json, etag } = taggedJson(out);
       ctx.set({ ETag: etag, 'Cache-Control': `private, max-age=${POLL_MAX_AGE_SECONDS}` });
       if (matchesIfNoneMatch(ctx.get('If-None-Match'), etag)) {
         ctx.status = 304;
         return;
       }
+      ctx.type = 'application/json';
+      ctx.body = json;
+      return;
     }
     if (out !== undefined) ctx.body = out;
   };

@@ -11,9 +11,14 @@ import { POLL_WINDOW_MS } from '../clickhouse/result-cache.ts';
 
 export const POLL_MAX_AGE_SECONDS = Math.round(POLL_WINDOW_MS / 1000);
 
-export function etagOf(body: unknown): string {
-  const json = JSON.stringify(body, (key, value) => (key === 'took' ? undefined : value));
-  return `"${createHash('sha256').update(json).digest('base64url').slice(0, 27)}"`;
+/**
+ * The answer serialized once (it is sent as is) and its tag. `took` leads every answer that has
+ * one (search, aggregation): it is cut out of what is hashed, not serialized a second time.
+ */
+export function taggedJson(body: unknown): { json: string; etag: string } {
+  const json = JSON.stringify(body);
+  const stable = json.replace(/^\{"took":-?\d+(?:\.\d+)?,?/, '{');
+  return { json, etag: `"${createHash('sha256').update(stable).digest('base64url').slice(0, 27)}"` };
 }
 
 /** True when an If-None-Match header value names `etag` (or is `*`); weak tags compare equal (RFC 9110 weak comparison). */
