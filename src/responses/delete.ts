@@ -88,13 +88,4 @@ export class ResponseDeleter {
     }, PURGE_DELAY_MS);
     this.purgeTimer.unref();
   }
-
-  /** Runs a pending purge now (graceful shutdown would otherwise drop it; tests use it too). */
-  async purgeNow(): Promise<void> {
-    if (!this.purgeTimer) return;
-    clearTimeout(this.purgeTimer);
-    this.purgeTimer = undefined;
-    const db = this.db();
-    await Promise.all([purgeDeleted(db, 'survey_responses'), purgeDeleted(db, 'survey_response_ids')]);
-  }
 }
