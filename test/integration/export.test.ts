@@ -83,6 +83,46 @@ describe('survey response export (NDJSON and CSV)', function () {
     expect(ids(sliced)).to.have.length(records.length);
   });
 
+  it('a client that goes away stops the engine query (no export query left running)', async () => {
+    // 30,000 responses of ~2 KB in one day: the first slice (20,000, ~40 MB) cannot all sit in
+    // socket buffers, so its query is still sending when the client stops reading.
+    const org = randomUUID();
+    await svc.client.command({
+      query: `INSERT INTO survey_responses (org_id, survey_id, created_at, id, updated_at, doc)
+              SELECT {org:UUID}, {survey:UUID}, toDateTime64('2024-01-01 12:00:00', 6, 'UTC') - toIntervalSecond(number) AS c, generateUUIDv4(), c,
+                     concat('{"pad":"', repeat('x', 2000), '"}')
+              FROM numbers(30000)`,
+      query_params: { org, survey },
+    });
+    const running = async () => {
+      const rs = await svc.client.query({
+        query: "SELECT count() AS n FROM system.processes WHERE current_database = {db:String} AND query LIKE '%FORMAT TSVRaw%' AND query NOT LIKE '%system.processes%'",
+        query_params: { db: svc.database },
+        format: 'JSONEachRow',
+      });
+      return Number((await rs.json<{ n: string }>())[0].n);
+    };
+    const client = new AbortController();
+    const stream = await exportResponses(svc.client, scopeOf(org, '*', { filters_bool: 'AND', filters: [], range: undefined }), 'ndjson', client.signal);
+    // One chunk, then nothing read: backpressure holds the engine query where it is.
+    await stream[Symbol.asyncIterator]().next();
+    await new Promise((r) => setTimeout(r, 200));
+    expect(await running(), 'the slice query is still sending').to.equal(1);
+    // The client goes away: the route's signal aborts, Koa destroys the answer stream.
+    client.abort();
+    stream.destroy();
+    for (let i = 0; i < 50 && (await running()) > 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await running()).to.equal(0);
+    // Stopped, not drained to its end: the engine logged it as cut short.
+    await svc.client.command({ query: 'SYSTEM FLUSH LOGS' });
+    const logged = await svc.client.query({
+      query: "SELECT toString(type) AS type FROM system.query_log WHERE current_database = {db:String} AND query LIKE '%FORMAT TSVRaw%' AND query LIKE '%ORDER BY created_at DESC%' AND type != 'QueryStart' AND query NOT LIKE '%query_log%' ORDER BY event_time_microseconds DESC LIMIT 1",
+      query_params: { db: svc.database },
+      format: 'JSONEachRow',
+    });
+    expect((await logged.json<{ type: string }>())[0]?.type).to.equal('ExceptionWhileProcessing');
+  });
+
   it('size and offset are ignored (as in summary); a bad filter is a 400; another organization exports nothing; responses:read is required', async () => {
     expect(ids((await exportOf({ size: 10, offset: 5 })).body)).to.have.length(records.length);
     const bad = await exportOf({ filters: [{ type: 'response', key: 'completion', operator: 'eq', value: 'done' }] });
