@@ -23,7 +23,7 @@ import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickh
 import { QUERY_SETTINGS, fromScope, type Scope } from './compile.ts';
 import { DASHBOARD_QUERY_CACHE_SETTINGS, pollingCachedEntry, queryRows, requestKey } from '../clickhouse/result-cache.ts';
 import { COMPLETION_VALUES } from './filters.ts';
-import { filtersServable, rawRemainderSql, readPending, rollupGroupsSql, rollupWindow, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { filtersServable, rawRemainderSql, readPending, rollupGroupsSql, rollupRowsSql, rollupWindow, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
 // --- the summary -----------------------------------------------------------------------------------
 
@@ -89,25 +89,46 @@ export function compileSummary(scope: Scope, rollup?: RollupWindow): CompiledQue
     `SELECT ${groupKeys}, count() AS group_rows, ` +
     `${countElements('nps_scores')} AS group_nps, ${countElements('csat_scores')} AS group_csat, ${countElements('ces_scores')} AS group_ces ` +
     `${source}${remainder ? ` AND ${remainder}` : ''} GROUP BY ${groupKeys}`;
-  let grouped = rawGroups(undefined);
-  if (rollup) {
-    // The same groups from the rollup (rollups/read.ts), beside the raw rows it does not answer.
-    const fromRollup =
-      `SELECT ${groupKeys}, sum(x_rows) AS group_rows, sumMap(x_nps) AS group_nps, sumMap(x_csat) AS group_csat, sumMap(x_ces) AS group_ces ` +
-      `FROM (${rollupGroupsSql(scope, rollup, bag, ['completion', 'end_reason', 'language', 'hf_support', 'x_nps', 'x_csat', 'x_ces'])}) GROUP BY ${groupKeys}`;
+  // Each part of the scope (raw rows, rollup groups, rollup totals) folds into the seven maps,
+  // as b_* columns of one row with the same types; the parts' rows are then added up.
+  const foldGroups = (groups: string) =>
+    'SELECT sumMap(group_nps) AS b_nps, sumMap(group_csat) AS b_csat, sumMap(group_ces) AS b_ces, ' +
+    'sumMap(map(toString(completion), group_rows)) AS b_completion, sumMap(map(toString(end_reason), group_rows)) AS b_end_reason, ' +
+    'sumMap(map(toString(language), group_rows)) AS b_language, ' +
+    `sumMap(mapFromArrays(CAST(hf_support, 'Array(String)'), arrayMap(x -> group_rows, hf_support))) AS b_support FROM (${groups})`;
+  const parts: string[] = [];
+  if (!rollup) parts.push(foldGroups(rawGroups(undefined)));
+  else {
     const remainder = rawRemainderSql(rollup, bag);
-    grouped = remainder === undefined ? fromRollup : `${rawGroups(remainder)} UNION ALL ${fromRollup}`;
+    if (remainder !== undefined) parts.push(foldGroups(rawGroups(remainder)));
+    if (scope.filters.length === 0) {
+      // Nothing narrows the groups: the slice totals are the summary's maps already (schema/050).
+      const asText = (column: string) => `sumMap(CAST(${column}, 'Map(String, UInt64)'))`;
+      parts.push(
+        `SELECT sumMap(t_nps) AS b_nps, sumMap(t_csat) AS b_csat, sumMap(t_ces) AS b_ces, ${asText('t_completion')} AS b_completion, ` +
+          `${asText('t_end_reason')} AS b_end_reason, ${asText('t_language')} AS b_language, ${asText('t_support')} AS b_support ` +
+          rollupRowsSql(scope, rollup, bag),
+      );
+    } else {
+      // The same groups from the rollup (rollups/read.ts), beside the raw rows it does not answer.
+      parts.push(foldGroups(
+        `SELECT ${groupKeys}, sum(x_rows) AS group_rows, sumMap(x_nps) AS group_nps, sumMap(x_csat) AS group_csat, sumMap(x_ces) AS group_ces ` +
+          `FROM (${rollupGroupsSql(scope, rollup, bag, ['completion', 'end_reason', 'language', 'hf_support', 'x_nps', 'x_csat', 'x_ces'])}) GROUP BY ${groupKeys}`,
+      ));
+    }
   }
+  // "" is no end reason (an active response) and no language: counted in no bucket.
+  const nonEmptyKeys = (column: string) => `mapFilter((k, v) -> notEmpty(k), ${column})`;
   const columns = [
-    'sumMap(group_nps) AS nps_counts',
-    'sumMap(group_csat) AS csat_counts',
-    'sumMap(group_ces) AS ces_counts',
-    'sumMap(map(toString(completion), group_rows)) AS completion_counts',
-    'sumMapIf(map(toString(end_reason), group_rows), notEmpty(end_reason)) AS end_reason_counts',
-    'sumMapIf(map(toString(language), group_rows), notEmpty(language)) AS language_counts',
-    "sumMap(mapFromArrays(CAST(hf_support, 'Array(String)'), arrayMap(x -> group_rows, hf_support))) AS support_counts",
+    'sumMap(b_nps) AS nps_counts',
+    'sumMap(b_csat) AS csat_counts',
+    'sumMap(b_ces) AS ces_counts',
+    'sumMap(b_completion) AS completion_counts',
+    `${nonEmptyKeys('sumMap(b_end_reason)')} AS end_reason_counts`,
+    `${nonEmptyKeys('sumMap(b_language)')} AS language_counts`,
+    'sumMap(b_support) AS support_counts',
   ];
-  return compiled(`SELECT ${columns.join(', ')} FROM (${grouped})`, bag);
+  return compiled(`SELECT ${columns.join(', ')} FROM (${parts.join(' UNION ALL ')})`, bag);
 }
 
 /** The engine row -> the summary object. Pure. */

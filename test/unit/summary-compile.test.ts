@@ -39,18 +39,31 @@ describe('summary: compileSummary', () => {
         'SELECT completion, end_reason, language, hf_support, count() AS group_rows, ' +
         `${counted('nps_scores')} AS group_nps, ${counted('csat_scores')} AS group_csat, ${counted('ces_scores')} AS group_ces ` +
         `FROM survey_responses FINAL WHERE ${c.where} GROUP BY completion, end_reason, language, hf_support`;
+      // The part folds its groups into b_* maps; the outer query adds the parts up and drops "".
+      const folded =
+        'SELECT ' +
+        [
+          'sumMap(group_nps) AS b_nps',
+          'sumMap(group_csat) AS b_csat',
+          'sumMap(group_ces) AS b_ces',
+          'sumMap(map(toString(completion), group_rows)) AS b_completion',
+          'sumMap(map(toString(end_reason), group_rows)) AS b_end_reason',
+          'sumMap(map(toString(language), group_rows)) AS b_language',
+          "sumMap(mapFromArrays(CAST(hf_support, 'Array(String)'), arrayMap(x -> group_rows, hf_support))) AS b_support",
+        ].join(', ') +
+        ` FROM (${grouped})`;
       expect(q.sql).to.equal(
         'SELECT ' +
           [
-            'sumMap(group_nps) AS nps_counts',
-            'sumMap(group_csat) AS csat_counts',
-            'sumMap(group_ces) AS ces_counts',
-            'sumMap(map(toString(completion), group_rows)) AS completion_counts',
-            'sumMapIf(map(toString(end_reason), group_rows), notEmpty(end_reason)) AS end_reason_counts',
-            'sumMapIf(map(toString(language), group_rows), notEmpty(language)) AS language_counts',
-            "sumMap(mapFromArrays(CAST(hf_support, 'Array(String)'), arrayMap(x -> group_rows, hf_support))) AS support_counts",
+            'sumMap(b_nps) AS nps_counts',
+            'sumMap(b_csat) AS csat_counts',
+            'sumMap(b_ces) AS ces_counts',
+            'sumMap(b_completion) AS completion_counts',
+            'mapFilter((k, v) -> notEmpty(k), sumMap(b_end_reason)) AS end_reason_counts',
+            'mapFilter((k, v) -> notEmpty(k), sumMap(b_language)) AS language_counts',
+            'sumMap(b_support) AS support_counts',
           ].join(', ') +
-          ` FROM (${grouped})`,
+          ` FROM (${folded})`,
       );
       expect(q.params).to.deep.equal(c.params);
       expect(Object.isFrozen(q)).to.equal(true);
