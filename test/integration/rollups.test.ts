@@ -7,6 +7,7 @@ import { QUERY_SETTINGS, scopeOf, type Scope } from '../../src/responses/compile
 import { filterSchema, type FilterNode } from '../../src/responses/filters.ts';
 import { groupByRuleSchema, type GroupByRule } from '../../src/responses/group-by.ts';
 import { rebuildOrg } from '../../src/responses/rollups/maintain.ts';
+import { runSearch } from '../../src/responses/search.ts';
 import { runSummary } from '../../src/responses/summary.ts';
 import { seedResponses } from '../../src/seed/responses.ts';
 import * as v from 'valibot';
@@ -16,7 +17,7 @@ import { startTestService, type TestService } from './harness.ts';
  * The rollups (schema/020, src/responses/rollups/) against the raw table, on the real engine:
  * after random histories of writes through POST /1.0/survey/response (new responses, upserts
  * with later, earlier and equal updated_at, the same id twice in a batch, a changed created_at
- * that the writer keeps as first stored), random summary and aggregation requests give the same
+ * that the writer keeps as first stored), random summary, aggregation and search requests give the same
  * rows whether served from the rollups or forced onto survey_responses. Ranges end on and around
  * hour, day and month edges, to the microsecond.
  */
@@ -164,10 +165,16 @@ describe('rollups: the same answers as the raw table (property tests, real engin
       const byRaw = await runAggregation(run, scope, rules, { rollups: false });
       const sorted = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).sort();
       expect(sorted(byRollup.rows), `aggregation ${JSON.stringify(req)}`).to.deep.equal(sorted(byRaw.rows));
+      // Search: the total from the rollups, the page from the windows before the range end.
+      for (const page of [{ size: 3, offset: 0 }, { size: 2, offset: 3 }, { size: 0, offset: 0 }]) {
+        const bySearchRollup = await runSearch(run, { ...scope, ...page });
+        const bySearchRaw = await runSearch(run, { ...scope, ...page }, { rollups: false });
+        expect(bySearchRollup, `search ${JSON.stringify({ ...req, ...page })}`).to.deep.equal(bySearchRaw);
+      }
     }
   }
 
-  it('after random histories of API writes, every random summary and aggregation matches the raw table', async () => {
+  it('after random histories of API writes, every random summary, aggregation and search matches the raw table', async () => {
     served = 0;
     const surveys = [randomUUID(), randomUUID()];
     const channels = [randomUUID(), randomUUID()];
@@ -247,6 +254,7 @@ describe('rollups: the same answers as the raw table (property tests, real engin
       { surveys: '*', filters: [], or: false, rules: [{ field: 'completion' }, { field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 100 }] },
       { surveys: '*', start: days(1), end: iso(BigInt(Date.UTC(2024, 4, 2, 7, 15)) * 1000n), filters: [{ key: 'language', operator: 'eq', value: 'en' }], or: false, rules: [{ field: 'end_reason' }, { field: 'survey_id' }] },
     ]);
-    expect(served).to.equal(4);
+    // Each request: its summary, its aggregation and its three searches, all from the rollups.
+    expect(served).to.equal(10);
   });
 });

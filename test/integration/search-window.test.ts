@@ -62,7 +62,7 @@ describe('search: pages read from the smallest window that holds them', function
 
   it('an org whose responses all stopped over a year ago: windows before its newest response, the same pages', async () => {
     // Every match is older than the largest window before now: the page windows start from the
-    // newest match instead (search.ts pageBefore), trying 1 hour, 1 day, 7, 30, 365 days.
+    // newest match instead (search.ts pageFromWindows), trying 1 hour, 1 day, 7, 30, 365 days.
     const org = randomUUID();
     const old = [
       ...[0, 10, 30].map((m) => 800 * DAY + m * MIN),
