@@ -22,7 +22,7 @@ import { queryScopeSchema, searchBodySchema, parseSurveyIds, type QueryScopeBody
 import type { GroupByRule } from '../../src/responses/group-by.ts';
 import { MICROS_PER_DAY, formatMicros, parseInstantMicros } from '../../src/query/histogram.ts';
 import { runSearch } from '../../src/responses/search.ts';
-import { compileSummary } from '../../src/responses/summary.ts';
+import { runSummary } from '../../src/responses/summary.ts';
 import * as v from 'valibot';
 import type { Dataset } from './dataset.ts';
 
@@ -82,7 +82,7 @@ function summaryCase(data: Dataset, name: string, surveys = '*'): BenchCase {
     surveys,
     body,
     direct: async (exec, i) => {
-      await exec(compileSummary(scopeFor(data, surveys, v.parse(queryScopeSchema, body(i)))));
+      await runSummary(exec, scopeFor(data, surveys, v.parse(queryScopeSchema, body(i))));
     },
   };
 }
@@ -104,6 +104,7 @@ function aggregationCase(data: Dataset, name: string, groupBy: unknown[], survey
 export function benchCases(data: Dataset): BenchCase[] {
   return [
     searchCase(data, 'search: newest page, no filter', []),
+    searchCase(data, 'search: dimension filter (completion)', [{ type: 'response', key: 'completion', operator: 'eq', value: 'fully_completed' }]),
     searchCase(data, 'search: keyword (raw contains "slow")', [{ type: 'response', key: 'raw', operator: 'contains', value: 'slow' }]),
     searchCase(data, 'search: hidden field country = FR', [{ type: 'response.hidden_field', key: 'country', operator: 'eq', value: 'FR' }]),
     searchCase(data, 'search: alias contains "user-42"', [{ type: 'response', key: 'respondent_alias', operator: 'contains', value: 'user-42' }]),
