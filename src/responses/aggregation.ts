@@ -48,7 +48,7 @@ import { formatMicros, parseInstantMicros, planHistogram, truncateTo, type Histo
 import { DASHBOARD_QUERY_CACHE_SETTINGS, pollingCachedEntry, queryRows, requestKey } from '../clickhouse/result-cache.ts';
 import { byteOrder, compileRankedRollup, docCountSql as rollupDocCountSql } from '../query/rollup.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
-import { filtersServable, grainOf, rawRemainderSql, readPending, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, type GroupColumn, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { filtersServable, grainOf, rawRemainderSql, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type GroupColumn, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
 export { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
 import { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
@@ -291,6 +291,7 @@ export async function runAggregation(run: RunQuery, scope: Scope, rules: readonl
   if (plans.reduce((n, p) => n * (p ? Math.max(p.starts.length, 1) : 1), 1) > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
   // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
   const grain = options.rollups !== false && filtersServable(scope) && rulesServable(rules) ? grainOf(plans) : null;
-  const window = grain ? rollupWindow(scope.range, await readPending(options.fresh ?? run, scope.orgId), grain) : null;
-  return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans, window ?? undefined)) };
+  if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans)) };
+  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, grain) ?? undefined);
+  return { plans, rows: (await runWithPending<AggregationRow>(run, options.fresh ?? run, scope.orgId, compile))! };
 }

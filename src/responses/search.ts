@@ -1,7 +1,7 @@
 /** SEARCH /1.0/survey/<survey_ids>/response: the count, then the page (routes.ts wires it). */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { compileSearchCount, compileSearchPage, fromScope, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, windowStartsBefore, type Scope, type SearchCountRow } from './compile.ts';
-import { filtersServable, rawRemainderSql, readPending, rollupGroupsSql, rollupWindow, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { filtersServable, rawRemainderSql, rollupGroupsSql, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 import { parseInstantMicros } from '../query/histogram.ts';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import type { ResponseRecord } from './record.ts';
@@ -37,8 +37,11 @@ type PageRow = { doc: string; c: string; i: string };
  */
 export async function runSearch(run: RunQuery, input: SearchInput, options: ReadOptions = {}): Promise<{ total: number; docs: PageRow[]; more: boolean }> {
   if (!input.after && options.rollups !== false && filtersServable(input)) {
-    const window = rollupWindow(input.range, await readPending(options.fresh ?? run, input.orgId), 'month');
-    if (window) return searchFromRollup(run, input, window);
+    const found = await runWithPending<{ total: number | string }>(run, options.fresh ?? run, input.orgId, (pending) => {
+      const window = rollupWindow(input.range, pending, 'month');
+      return window ? compileRollupCount(input, window) : null;
+    });
+    if (found) return searchFromRollup(run, input, Number(found[0]?.total ?? 0));
   }
   // The window counts only serve to pick the page's window: none without a page.
   const windows = input.size > 0 ? pageWindowStarts(input.range?.end, Date.now(), input.after) : [];
@@ -56,14 +59,12 @@ export async function runSearch(run: RunQuery, input: SearchInput, options: Read
 }
 
 /**
- * The exact total from the rollups (the slices inside the range) plus the raw rows they do not
- * answer (the partial hours at the ends, pending slices): its cost follows the number of slices,
- * not of responses. The page then reads the windows before the range end (or now), smallest
+ * The page after the exact total from the rollups (compileRollupCount: the slices inside the range
+ * plus the raw rows they do not answer, the partial hours at the ends and pending slices), whose
+ * cost follows the number of slices, not of responses. The page then reads the windows before the range end (or now), smallest
  * first, until one holds it: the newest page of a live org reads its last hour or day.
  */
-async function searchFromRollup(run: RunQuery, input: SearchInput, window: RollupWindow): Promise<{ total: number; docs: PageRow[]; more: boolean }> {
-  const [found] = await run<{ total: number | string }>(compileRollupCount(input, window));
-  const total = Number(found?.total ?? 0);
+async function searchFromRollup(run: RunQuery, input: SearchInput, total: number): Promise<{ total: number; docs: PageRow[]; more: boolean }> {
   if (input.size === 0 || input.offset >= total) return { total, docs: [], more: false };
   const now = BigInt(Date.now()) * 1000n;
   const end = input.range?.end !== undefined ? parseInstantMicros(input.range.end) ?? now : now;

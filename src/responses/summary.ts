@@ -23,7 +23,7 @@ import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickh
 import { QUERY_SETTINGS, fromScope, type Scope } from './compile.ts';
 import { DASHBOARD_QUERY_CACHE_SETTINGS, pollingCachedEntry, queryRows, requestKey } from '../clickhouse/result-cache.ts';
 import { COMPLETION_VALUES } from './filters.ts';
-import { filtersServable, rawRemainderSql, readPending, rollupGroupsSql, rollupRowsSql, rollupWindow, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { filtersServable, rawRemainderSql, rollupGroupsSql, rollupRowsSql, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
 // --- the summary -----------------------------------------------------------------------------------
 
@@ -207,6 +207,7 @@ export async function summarize(client: ClickHouseClient, scope: Scope, options:
 
 /** The summary row: from the rollup where it answers (rollups/read.ts), the raw table for the rest. */
 export async function runSummary(run: RunQuery, scope: Scope, options: ReadOptions = {}): Promise<SummaryRow[]> {
-  const window = options.rollups !== false && filtersServable(scope) ? rollupWindow(scope.range, await readPending(options.fresh ?? run, scope.orgId), 'month') : null;
-  return run<SummaryRow>(compileSummary(scope, window ?? undefined));
+  if (options.rollups === false || !filtersServable(scope)) return run<SummaryRow>(compileSummary(scope));
+  // null never comes back: without a window, compileSummary reads the raw table alone.
+  return (await runWithPending<SummaryRow>(run, options.fresh ?? run, scope.orgId, (pending) => compileSummary(scope, rollupWindow(scope.range, pending, 'month') ?? undefined)))!;
 }
