@@ -51,7 +51,8 @@
 --   responses of the touched hours; day and month from the rows below) and the unmark: 4 more
 --   statements; a batch spread over 90 days reads the responses of up to 1000 hours.
 --   What remains costly is expanding the group arrays (ARRAY JOIN + GROUP BY: ~1 µs per group
---   entry); see the query bench for 10M figures.
+--   entry); schema/050 adds per-slice totals that the requests without a filter read instead.
+--   See the query bench for 5M and 10M figures.
 -- `start`: the slice's first instant (hour or UTC day), DateTime64 like created_at (DateTime
 -- would not hold 1900-1969, which the API accepts). `span` 'hour' or 'day': days let a query over
 -- months read ~24x fewer rows; hours serve the partial days at a range's ends and hourly
