@@ -8,6 +8,7 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
 import { ORG_SENTINEL, sliceOf, sliceRanges, sliceStartSql, type HourSlice, type Span } from './slices.ts';
+import { forgetPending } from './read.ts';
 
 const DT = "DateTime64(6, 'UTC')";
 /**
@@ -166,6 +167,7 @@ export async function recomputeSlices(client: ClickHouseClient, orgId: string, s
 }
 
 async function addPending(client: ClickHouseClient, orgId: string, slices: readonly HourSlice[], delta: 1 | -1): Promise<void> {
+  forgetPending(orgId);
   await client.insert({
     table: 'survey_rollup_pending',
     values: slices.map((s) => ({ org_id: orgId, survey_id: s.surveyId, hour: formatDbMicros(s.hour), pending: delta })),

@@ -27,6 +27,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import type { Logger } from '../../log.ts';
 import { formatDbMicros } from '../../time/iso.ts';
 import { recomputeSlices } from './maintain.ts';
+import { forgetPending } from './read.ts';
 import type { HourSlice } from './slices.ts';
 
 /** Writes arriving within this time of the first one share its round. */
@@ -146,6 +147,7 @@ export class RollupMaintainer {
 }
 
 async function addMarks(client: ClickHouseClient, orgId: string, deltas: readonly { slice: HourSlice; marks: number }[]): Promise<void> {
+  forgetPending(orgId);
   await client.insert({
     table: 'survey_rollup_pending',
     values: deltas.map((d) => ({ org_id: orgId, survey_id: d.slice.surveyId, hour: formatDbMicros(d.slice.hour), pending: d.marks })),

@@ -119,6 +119,15 @@ const lastPending = new Map<string, { pending: Pending; fingerprint: string }>()
 const LAST_PENDING_MAX_ORGS = 10_000;
 
 /**
+ * This process changed the org's marks (a write or a recompute): its remembered set is stale, so
+ * the next read reads the set first instead of running a query that would be found stale. Only
+ * saves that query: correctness never depends on it (other processes change marks too).
+ */
+export function forgetPending(orgId: string): void {
+  lastPending.delete(orgId.toLowerCase());
+}
+
+/**
  * Runs a rollup-served read without a round trip of its own for the pending marks, when it can.
  *
  * The pending set decides which slices the rollup answers (read.ts), so it must be read before
@@ -141,7 +150,8 @@ export async function runWithPending<R extends object>(
   orgId: string,
   compile: (pending: Pending) => CompiledQuery | null,
 ): Promise<R[] | null> {
-  const known = lastPending.get(orgId);
+  const key = orgId.toLowerCase();
+  const known = lastPending.get(key);
   if (known) {
     const q = compile(known.pending);
     if (!q) return null;
@@ -150,12 +160,12 @@ export async function runWithPending<R extends object>(
     if (rows.length > 0 && rows[0].pending_fingerprint === known.fingerprint) {
       return rows.map(({ pending_fingerprint: _, ...row }) => row as unknown as R);
     }
-    lastPending.delete(orgId);
+    lastPending.delete(key);
   }
   const { fingerprint, ...pending } = await readPending(fresh, orgId);
   if (fingerprint !== undefined) {
     if (lastPending.size >= LAST_PENDING_MAX_ORGS) lastPending.clear();
-    lastPending.set(orgId, { pending, fingerprint });
+    lastPending.set(key, { pending, fingerprint });
   }
   const q = compile(pending);
   return q ? run<R>(q) : null;
