@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,6 +7,9 @@ import { connectDatabase, type Database } from '../../src/clickhouse/connection.
 import { migrate } from '../../src/clickhouse/migrations.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
+import type { RunQuery } from '../../src/clickhouse/sql.ts';
+import { scopeOf } from '../../src/responses/compile.ts';
+import { runSummary } from '../../src/responses/summary.ts';
 import { createApp, type App } from '../../src/server/app.ts';
 import { features } from '../../src/routes.ts';
 import { TokenCache } from '../../src/tokens/cache.ts';
@@ -20,15 +24,20 @@ describe('embedded engine supervision', function () {
   let app: App;
   let url: string;
   let token: string;
+  let settle: () => Promise<unknown>;
+  /** The service's warnings and errors, one JSON line each. */
+  const logged: string[] = [];
 
   before(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'tallyhouse-recovery-'));
     const config = loadConfig({ DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'silent' });
-    const log = createLogger('silent');
+    const log = createLogger('warn', { write: (line: string) => void logged.push(line) });
     db = await connectDatabase(config, log, { supervise: true });
     await migrate(db);
     const deps = { config, db, log, tokens: new TokenCache() };
-    app = createApp(deps, features(deps));
+    const feats = features(deps);
+    settle = () => Promise.all(feats.map((f) => f.settle?.()));
+    app = createApp(deps, feats);
     url = `http://127.0.0.1:${await app.listen(0, '127.0.0.1')}`;
     token = (await mintToken(db.client(), '22222222-3333-4444-8555-666666666666', ['events'])).token;
   });
@@ -74,5 +83,40 @@ describe('embedded engine supervision', function () {
     expect(Number(rows[0].c)).to.equal(acknowledged);
     const ready = await request(url, 'GET', '/readyz');
     expect(ready.status).to.equal(200);
+  });
+
+  it('a rollup recompute cut by an engine crash is retried once the engine is back: the marks are taken back and the rollups serve', async () => {
+    const org = randomUUID();
+    const survey = randomUUID();
+    const writeToken = (await mintToken(db.client(), org, ['responses:write'])).token;
+    const start = Date.UTC(2024, 5, 3, 10);
+    const records = Array.from({ length: 30 }, (_, i) => ({
+      id: randomUUID(), survey_id: survey, channel_id: survey, respondent_id: randomUUID(), language: i % 2 ? 'en' : 'fr',
+      completion: 'fully_completed', active: false, end_reason: 'completed', ended_at: '',
+      created_at: new Date(start + i * 600_000).toISOString(), updated_at: new Date(start + i * 600_000).toISOString(),
+      last_answer_at: '', hidden_fields: [], answers: [],
+    }));
+    const before = logged.length;
+    const res = await request(url, 'POST', '/1.0/survey/response', { token: writeToken, body: records });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    // The recompute of these hours is queued (it starts ~50 ms after the write): freeze the engine
+    // so the round cannot finish, let it start, then kill the engine under it.
+    const { pid } = JSON.parse(readFileSync(join(dataDir, 'engine.json'), 'utf8'));
+    process.kill(pid, 'SIGSTOP');
+    await new Promise((r) => setTimeout(r, 300));
+    process.kill(pid, 'SIGKILL');
+
+    // The supervisor restarts the engine; the maintainer retries every 2 s until a round succeeds.
+    await settle();
+    const warnings = logged.slice(before).join('\n');
+    expect(warnings, 'the cut round was logged').to.include('rollup recompute failed');
+    const rows = async (sql: string) => (await db.client().query({ query: sql, query_params: { org }, format: 'JSONEachRow' })).json<Record<string, string>>();
+    const [marks] = await rows('SELECT sum(pending) AS p FROM survey_rollup_pending WHERE org_id = {org:UUID}');
+    expect(Number(marks.p), 'every mark taken back').to.equal(0);
+    const [slices] = await rows("SELECT sum(t_rows) AS n FROM survey_rollup FINAL WHERE org_id = {org:UUID} AND span = 'hour'");
+    expect(Number(slices.n), 'the hours recomputed with every response').to.equal(records.length);
+    const scope = scopeOf(org, '*', { filters_bool: 'AND', filters: [], range: undefined });
+    const run: RunQuery = async (q) => (await db.client().query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow' })).json();
+    expect(await runSummary(run, scope)).to.deep.equal(await runSummary(run, scope, { rollups: false }));
   });
 });
