@@ -2,7 +2,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { compileSearchCount, compileSearchPage, fromScope, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, windowStartsBefore, type Scope, type SearchCountRow } from './compile.ts';
 import { filtersServable, rawRemainderSql, rollupGroupsSql, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
-import { parseInstantMicros } from '../query/histogram.ts';
+import { MICROS_PER_HOUR, parseInstantMicros } from '../query/histogram.ts';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import type { ResponseRecord } from './record.ts';
 import { decodeCursor, encodeCursor, type ResponsePosition } from './cursor.ts';
@@ -37,11 +37,11 @@ type PageRow = { doc: string; c: string; i: string };
  */
 export async function runSearch(run: RunQuery, input: SearchInput, options: ReadOptions = {}): Promise<{ total: number; docs: PageRow[]; more: boolean }> {
   if (!input.after && options.rollups !== false && filtersServable(input)) {
-    const found = await runWithPending<{ total: number | string }>(run, options.fresh ?? run, input.orgId, (pending) => {
+    const found = await runWithPending<RollupCountRow>(run, options.fresh ?? run, input.orgId, (pending) => {
       const window = rollupWindow(input.range, pending, 'month');
       return window ? compileRollupCount(input, window) : null;
     });
-    if (found) return searchFromRollup(run, input, Number(found[0]?.total ?? 0));
+    if (found) return searchFromRollup(run, input, found[0]);
   }
   // The window counts only serve to pick the page's window: none without a page.
   const windows = input.size > 0 ? pageWindowStarts(input.range?.end, Date.now(), input.after) : [];
@@ -61,25 +61,37 @@ export async function runSearch(run: RunQuery, input: SearchInput, options: Read
 /**
  * The page after the exact total from the rollups (compileRollupCount: the slices inside the range
  * plus the raw rows they do not answer, the partial hours at the ends and pending slices), whose
- * cost follows the number of slices, not of responses. The page then reads the windows before the range end (or now), smallest
- * first, until one holds it: the newest page of a live org reads its last hour or day.
+ * cost follows the number of slices, not of responses. The page then reads the windows before the
+ * range end (or now, or the hour after the newest match, whichever is first), smallest first,
+ * until one holds it: the newest page of a live org reads its last hour or day, and an org whose
+ * last response is days old does not try empty windows first.
  */
-async function searchFromRollup(run: RunQuery, input: SearchInput, total: number): Promise<{ total: number; docs: PageRow[]; more: boolean }> {
+async function searchFromRollup(run: RunQuery, input: SearchInput, found: RollupCountRow | undefined): Promise<{ total: number; docs: PageRow[]; more: boolean }> {
+  const total = Number(found?.total ?? 0);
   if (input.size === 0 || input.offset >= total) return { total, docs: [], more: false };
   const now = BigInt(Date.now()) * 1000n;
   const end = input.range?.end !== undefined ? parseInstantMicros(input.range.end) ?? now : now;
-  const docs = await pageFromWindows(run, input, total, windowStartsBefore(end < now ? end : now));
+  const newest = found?.newest ? parseInstantMicros(found.newest) : null;
+  let anchor = end < now ? end : now;
+  if (newest !== null && newest + MICROS_PER_HOUR < anchor) anchor = newest + MICROS_PER_HOUR;
+  const docs = await pageFromWindows(run, input, total, windowStartsBefore(anchor));
   return { total, docs, more: input.offset + docs.length < total };
 }
 
-/** `total`: the responses in scope, from the rollup rows of the window and the raw rows beside them. */
+type RollupCountRow = { total: number | string; newest: string | null };
+
+/**
+ * `total`: the responses in scope, from the rollup rows of the window and the raw rows beside
+ * them; `newest`: the start of the newest slice holding a match, or the newest raw match's
+ * created_at (whichever is later; null without a match): the newest match is before it + 1 hour.
+ */
 export function compileRollupCount(scope: Scope, window: RollupWindow): CompiledQuery {
   const bag = new ParamBag();
   const source = fromScope(scope, bag);
-  const parts = [`SELECT sum(x_rows) AS n FROM (${rollupGroupsSql(scope, window, bag, [])})`];
+  const parts = [`SELECT sum(x_rows) AS n, maxIfOrNull(created_at, x_rows > 0) AS newest_match FROM (${rollupGroupsSql(scope, window, bag, [])})`];
   const remainder = rawRemainderSql(window, bag);
-  if (remainder !== undefined) parts.unshift(`SELECT count() AS n ${source} AND ${remainder}`);
-  return compiled(`SELECT sum(n) AS total FROM (${parts.join(' UNION ALL ')})`, bag);
+  if (remainder !== undefined) parts.unshift(`SELECT count() AS n, maxOrNull(created_at) AS newest_match ${source} AND ${remainder}`);
+  return compiled(`SELECT sum(n) AS total, toString(max(newest_match)) AS newest FROM (${parts.join(' UNION ALL ')})`, bag);
 }
 
 /**
