@@ -15,6 +15,9 @@
  * A slice whose maintenance is pending (a write in flight or interrupted) is read from
  * survey_responses instead, its day and month from their other hours and days; with the whole org pending (seed,
  * rebuild) or too many pending slices, the request reads survey_responses alone.
+ * The pending set is read inside the request's own query when this process still knows it
+ * (runWithPending). A search count (no cursor) is served alike. Without a filter, the slice
+ * totals (schema/050) stand for the groups (rollupGroupsSql, rollupAnswersSql).
  */
 import type { CompiledQuery, ParamBag, RunQuery } from '../../clickhouse/sql.ts';
 import { compiled } from '../../clickhouse/sql.ts';
