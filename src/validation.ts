@@ -22,3 +22,6 @@ export function jsonObject<const E extends v.ObjectEntries>(entries: E, what: st
 
 /** A field accepted for compatibility and ignored (a dashboard may send the search body to the summary). */
 export const ignored = v.optional(v.unknown());
+
+/** The answer of every DELETE route (responses, respondents, users): how many records existed and are now deleted. */
+export const deletionResultSchema = v.object({ deleted: v.pipe(v.number(), v.integer(), v.minValue(0)) });

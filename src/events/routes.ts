@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { insertDataError } from '../clickhouse/errors.ts';
 import type { AppDeps } from '../server/context.ts';
 import { answer, defineRoute, type Feature } from '../server/route.ts';
-import * as v from 'valibot';
+import { deletionResultSchema } from '../validation.ts';
 import { deleteUser } from './delete-user.ts';
 import { userAliasParam } from './rows.ts';
 import { GroupCommitter } from './group-commit.ts';
@@ -60,9 +60,6 @@ export async function insertEvents(client: ClickHouseClient, chunks: readonly (s
   for await (const _ of result.stream);
 }
 
-/** DELETE /1.0/user/<alias>: how many rows the user had. */
-const userDeletionSchema = v.object({ deleted: v.pipe(v.number(), v.integer(), v.minValue(0)) });
-
 /** POST /1.0/event, and the group committer its requests share (drained at shutdown). */
 export function eventsFeature(deps: AppDeps): Feature {
   const committer = createEventCommitter(deps);
@@ -105,7 +102,7 @@ export function eventsFeature(deps: AppDeps): Feature {
         scope: 'events',
         rateLimit: 'event',
         params: { user_alias: { description: 'The user_alias the events were sent with (URL-encoded)', schema: { type: 'string', minLength: 1, maxLength: 255 }, example: 'user-42' } },
-        success: { status: 202, description: 'Deleted: the rows the user had (events, current properties and memberships)', schema: userDeletionSchema, example: { deleted: 12 } },
+        success: { status: 202, description: 'Deleted: the rows the user had (events, current properties and memberships)', schema: deletionResultSchema, example: { deleted: 12 } },
         errors: [400, 401, 403, 429, 503],
         handler: async ({ auth, params }) => {
           return answer({ status: 202, body: { deleted: await deleteUser(deps.db, auth.orgId, userAliasParam(params)) } });

@@ -17,9 +17,6 @@ const ratio = v.nullable(v.number());
 export const writeResultSchema = v.object({ count });
 
 /** The search answer: the total in scope and the requested page, newest created_at first. */
-/** DELETE answers: how many responses existed and are now deleted. */
-export const deletionResultSchema = v.object({ deleted: v.pipe(v.number(), v.integer(), v.minValue(0)) });
-
 export const searchResultSchema = v.object({
   took,
   hits: v.object({ total: v.object({ value: count }), responses: v.array(responseRecordSchema) }),

@@ -6,9 +6,10 @@ import { IDEMPOTENCY_DESCRIPTION, idempotent } from '../idempotency/route.ts';
 import { IdempotencyStore } from '../idempotency/store.ts';
 import { answer, defineRoute, type Feature, type ParamSpec } from '../server/route.ts';
 import { aggregate, aggregationBodySchema } from './aggregation.ts';
-import { aggregationResultSchema, deletionResultSchema, searchResultSchema, summarySchema, writeResultSchema } from './answers.ts';
+import { aggregationResultSchema, searchResultSchema, summarySchema, writeResultSchema } from './answers.ts';
+import { deletionResultSchema } from '../validation.ts';
 import { scopeOf } from './compile.ts';
-import { parseSurveyIds, queryScopeSchema, searchBodySchema } from './filters.ts';
+import { parseSurveyIds, queryScopeSchema, searchBodySchema, type QueryScopeBody } from './filters.ts';
 import type { GroupByRule } from './group-by.ts';
 import { parseResponseBatch, responseBatchSchema } from './record.ts';
 import { searchResponses } from './search.ts';
@@ -34,6 +35,9 @@ function uuidParam(value: string, name: string): string {
   if (!UUID_PATTERN.test(value)) throw invalid(`${name} must be a UUID`, [{ path: name, message: 'not a UUID' }]);
   return value.toLowerCase();
 }
+
+/** A read's scope: the token's organization, the path's survey ids, the body's filters and range. */
+const readScope = (orgId: string, params: Record<string, string>, body: QueryScopeBody) => scopeOf(orgId, parseSurveyIds(params.survey_ids), body);
 
 /**
  * Data-Watermark: every write acknowledged before this instant is in the answer (the instant its
@@ -114,7 +118,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         conditional: true,
         handler: async ({ auth, body, params }) => {
           const watermark = Date.now();
-          const result = await searchResponses(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), { size: body.size, offset: body.offset, cursor: body.cursor });
+          const result = await searchResponses(client(), readScope(auth.orgId, params, body), { size: body.size, offset: body.offset, cursor: body.cursor });
           return answer({ body: result, headers: watermarkHeader(watermark) });
         },
       }),
@@ -145,7 +149,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         handler: async ({ auth, body, params, headers, signal }) => {
           const format = exportFormatOf(headers.accept);
           const watermark = Date.now();
-          const stream = await exportResponses(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), format, signal);
+          const stream = await exportResponses(client(), readScope(auth.orgId, params, body), format, signal);
           return answer({ status: 200, body: stream, headers: { 'content-type': EXPORT_CONTENT_TYPE[format], ...watermarkHeader(watermark) } });
         },
       }),
@@ -164,7 +168,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         errors: READ_ERRORS,
         conditional: true,
         handler: async ({ auth, body, params }) => {
-          const { summary, watermark } = await summarize(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body));
+          const { summary, watermark } = await summarize(client(), readScope(auth.orgId, params, body));
           return answer({ body: summary, headers: watermarkHeader(watermark) });
         },
       }),
@@ -191,7 +195,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         errors: READ_ERRORS,
         conditional: true,
         handler: async ({ auth, body, params }) => {
-          const { result, watermark } = await aggregate(client(), scopeOf(auth.orgId, parseSurveyIds(params.survey_ids), body), body.group_by as GroupByRule[]);
+          const { result, watermark } = await aggregate(client(), readScope(auth.orgId, params, body), body.group_by as GroupByRule[]);
           return answer({ body: result, headers: watermarkHeader(watermark) });
         },
       }),
