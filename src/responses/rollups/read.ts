@@ -302,13 +302,13 @@ const filterColumns = (scope: Scope): GroupColumn[] => scope.filters.map((f) => 
 
 const COMPLETION_TYPE = "Enum8('not_started' = 0, 'partially_completed' = 1, 'fully_completed' = 2)";
 /**
- * The slice totals (schema/050) that stand for the groups along one dimension: the map column and
- * the key's type in survey_responses (a union with raw rows needs the same type).
+ * The slice totals (schema/050) that stand for the groups along the one dimension an aggregation
+ * level reads: the map column and the key's type in survey_responses (a union with raw rows needs
+ * the same type). (t_language and t_support serve the summary only: summary.ts.)
  */
 const TOTALS_BY: Partial<Record<GroupColumn, { map: string; type: string }>> = {
   completion: { map: 't_completion', type: COMPLETION_TYPE },
   end_reason: { map: 't_end_reason', type: 'LowCardinality(String)' },
-  language: { map: 't_language', type: 'LowCardinality(String)' },
 };
 
 /**
@@ -326,7 +326,7 @@ export function rollupRowsSql(scope: Scope, w: RollupWindow, bag: ParamBag, arra
  * asked for. Only those arrays are expanded: expanding all of them cost 3x (1M responses, 18 days
  * of day rows: 134 -> 42 ms of engine CPU).
  *
- * With no filter and at most one of completion, end_reason, language asked (with x_rows), the
+ * With no filter and at most one of completion, end_reason asked (with x_rows), the
  * slice totals answer instead (schema/050): one row per slice, or per value of that dimension in
  * the slice, instead of one per group (5M responses, survey_id under *: 27-63 -> 6-10 ms).
  */
