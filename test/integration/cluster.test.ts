@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { mintToken, type Scope } from '../../src/tokens/tokens.ts';
 import { request, startTestService, type TestResponse, type TestService } from './harness.ts';
+import { REDIS_SERVER, requireProgram } from './programs.ts';
 import { rng } from './random.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/tallyhouse.js', import.meta.url));
@@ -25,6 +26,16 @@ function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
+}
+
+/** SIGTERM, and SIGKILL if it has not exited within 30 s: a service stops its engine on the way out. */
+async function stopProcess(proc: ChildProcess): Promise<void> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return;
+  const exited = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGTERM');
+  const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
+  await exited;
+  clearTimeout(timer);
 }
 
 interface Instance {
@@ -58,8 +69,12 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
     RATE_LIMIT_EVENTS: '100000',
   });
 
+  let redisServer: string;
   const startRedis = () => {
-    redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    redis = spawn(redisServer, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    // A spawn failure is reported on this event; unheard, it would be an uncaught exception that
+    // mocha pins on whichever test runs then.
+    redis.on('error', (err) => console.error(`redis-server: ${err.message}`));
   };
 
   // The port is free when freePort answers, but an outgoing connection can take it as its local
@@ -83,7 +98,11 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
     const deadline = Date.now() + 120_000;
     // Ready, and the demo seeded (the second instance must find it, not seed it again).
     while (!/Stop with Ctrl-C/.test(out)) {
-      if (Date.now() > deadline || proc.exitCode !== null) throw new Error(`instance did not start: ${out.slice(-2000)}`);
+      if (Date.now() > deadline || proc.exitCode !== null) {
+        // Not left running when the set-up gives up on it: after() only stops started instances.
+        await stopProcess(proc);
+        throw new Error(`instance did not start: ${out.slice(-2000)}`);
+      }
       await sleep(100);
     }
     return { url, proc, output: () => out };
@@ -110,7 +129,8 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
       }),
     );
 
-  before(async () => {
+  before(async function () {
+    redisServer = requireProgram(this, REDIS_SERVER);
     dataDir = mkdtempSync(join(tmpdir(), 'tallyhouse-cluster-'));
     redisPort = await freePort();
     startRedis();
@@ -120,19 +140,14 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
     single = await startTestService();
   });
 
+  // Runs also when before() failed half-way (mocha runs after-all hooks then): it stops whatever
+  // was started, so a failed set-up leaves no instance, engine or Redis behind.
   after(async () => {
-    await Promise.allSettled(
-      instances.map(async (i) => {
-        if (i.proc.exitCode !== null) return;
-        const exited = new Promise((r) => i.proc.once('exit', r));
-        i.proc.kill('SIGTERM');
-        await exited;
-      }),
-    );
+    await Promise.allSettled(instances.map((i) => stopProcess(i.proc)));
     await db?.close().catch(() => {});
     await single?.close();
     redis?.kill('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
   // --- data -------------------------------------------------------------------------------------

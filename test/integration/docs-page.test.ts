@@ -1,9 +1,8 @@
 import { expect } from 'chai';
 import { chromium, type Browser, type Request } from 'playwright-core';
 import { startTestService, type TestService } from './harness.ts';
+import { CHROMIUM, requireProgram } from './programs.ts';
 
-/** Debian's chromium (`.ci/run` installs it); no download, no network. */
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 
 /**
  * /docs in a real headless browser: the page loads Redoc from the service itself (no CDN), renders
@@ -14,10 +13,12 @@ describe('/docs in a headless browser', function () {
   let service: TestService;
   let browser: Browser;
 
-  before(async () => {
+  before(async function () {
+    // Debian's chromium (`.ci/run` installs it); no download, no network.
+    const executablePath = requireProgram(this, CHROMIUM);
     service = await startTestService();
     browser = await chromium.launch({
-      executablePath: CHROMIUM,
+      executablePath,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--disable-background-networking', '--disable-extensions', '--no-first-run'],
     });
   });
