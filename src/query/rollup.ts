@@ -21,7 +21,10 @@ export const MAX_RESPONSE_BUCKETS = 65_536;
 export interface RollupSpec {
   /** `FROM ... WHERE ...`: the scoped source (its placeholders are in the same ParamBag). */
   source: string;
-  /** One key expression per level (from code; values as placeholders). */
+  /**
+   * One key expression per level (from code; values as placeholders). Never one the engine can
+   * fold to a constant: it drops constant keys from GROUP BY, and grouping() of one then fails.
+   */
   keys: readonly string[];
   /** The doc_count expression (docCountSql). */
   count: string;
