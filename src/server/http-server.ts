@@ -146,9 +146,15 @@ export function createHttpServer(
       let stalled = 0;
       const watch = setInterval(() => {
         for (const socket of sockets) {
+          const req = serving.get(socket);
           // Answered and closing, or its request read (its answer runs until the grace period).
-          if (socket.destroyed || socket.writableEnded || serving.get(socket)?.complete) {
+          if (socket.destroyed || socket.writableEnded || req?.complete) {
             readAt.delete(socket);
+            continue;
+          }
+          // Body bytes received and not read by the handler yet: the wait is the service's.
+          if (req && req.readableLength > 0) {
+            readAt.set(socket, socket.bytesRead);
             continue;
           }
           if (readAt.get(socket) === socket.bytesRead) {
