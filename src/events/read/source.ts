@@ -6,6 +6,7 @@
  */
 import type { ClickHouseSettings } from '@clickhouse/client';
 import type { ParamBag } from '../../clickhouse/sql.ts';
+import { cohortCondition, type CohortNode } from '../analysis/cohort.ts';
 import { compileEventFilter } from './compile.ts';
 import type { EventFilterNode } from './filters.ts';
 
@@ -28,6 +29,8 @@ export interface EventScope {
   filters: readonly EventFilterNode[];
   /** Inclusive DateTime64(6) texts. */
   range?: { start?: string; end?: string };
+  /** Only the events of the users of this feedback cohort (src/events/analysis/cohort.ts). */
+  cohort?: CohortNode;
 }
 
 export const DT = "DateTime64(6, 'UTC')";
@@ -42,7 +45,7 @@ export class EventSource {
     this.org = bag.add(scope.orgId, 'UUID');
   }
 
-  /** The WHERE expression: org first, then the timestamp range, then the filters joined by filtersBool. */
+  /** The WHERE expression: org first, then the timestamp range, the filters joined by filtersBool, the cohort. */
   where(): string {
     const { scope, bag } = this;
     const parts = [`org_id = ${this.org}`];
@@ -52,6 +55,7 @@ export class EventSource {
       const joiner = scope.filtersBool === 'OR' ? ' OR ' : ' AND ';
       parts.push(`(${scope.filters.map((f) => compileEventFilter(f, this)).join(joiner)})`);
     }
+    if (scope.cohort) parts.push(cohortCondition(scope.orgId, scope.cohort, bag));
     return parts.join(' AND ');
   }
 
