@@ -257,7 +257,11 @@ describe('Event funnels (HTTP) against the reference', function () {
           expect(agg.status, JSON.stringify(agg.body)).to.equal(200);
           expect(agg.body.hits.total.value, JSON.stringify(c.body)).to.equal(2 * expectedUsers.length);
           expect(agg.body.unique_users ?? 0, JSON.stringify(c.body)).to.equal(expectedUsers.length);
+          // Counts by event_name: a level the event_hours projection could answer, were it not for the cohort.
+          const byName = await svc.request('SEARCH', '/1.0/event/aggregation', { token: read, body: { cohort: c.body, group_by: [{ field: 'event_name' }] } });
+          expect(byName.body.hits.total.value, JSON.stringify(c.body)).to.equal(2 * expectedUsers.length);
           const found = await svc.request('SEARCH', '/1.0/event', { token: read, body: { size: 100, cohort: c.body } });
+          expect(found.body.hits.total.value, JSON.stringify(c.body)).to.equal(2 * expectedUsers.length);
           expect([...new Set(found.body.hits.events.map((e: Rec) => e.user_alias))].sort(), JSON.stringify(c.body)).to.deep.equal(expectedUsers);
         }
       }),

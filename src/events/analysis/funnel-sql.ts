@@ -63,10 +63,10 @@ const bit = (j: number) => `bitTest(m, ${j - 1})`;
  * or a period start, (0, '') for an event without the property. WHOLE is the row of the whole
  * funnel, computed beside the values.
  */
-function breakdownValueSql(b: FunnelBreakdown, bag: ParamBag): string {
+function breakdownValueSql(b: FunnelBreakdown): string {
   if (b.field === 'timestamp') return `(toUInt8(1), toString(${PERIODS[b.interval].start}(timestamp)))`;
-  const json = propertyValue(bag.add(b.propertyKey, 'String'));
-  return `if(${json.type} = 'Null', (toUInt8(0), ''), (toUInt8(1), if(${json.type} = 'String', ${json.string}, ${json.raw})))`;
+  const json = propertyValue(b.propertyKey);
+  return `if(${json.isNull}, (toUInt8(0), ''), (toUInt8(1), assumeNotNull(${json.key})))`;
 }
 const WHOLE = `(toUInt8(2), '')`;
 
@@ -117,7 +117,7 @@ export function compileFunnel(q: FunnelQuery): CompiledQuery {
   const stepConds = q.steps.map((s) => stepSql(s, source));
   const mask = `toUInt16(${stepConds.map((c, i) => `if(${c}, ${1 << i}, 0)`).join(' + ')})`;
   const byOrder = q.order !== 'any';
-  const bvExpr = q.breakdown ? breakdownValueSql(q.breakdown, bag) : undefined;
+  const bvExpr = q.breakdown ? breakdownValueSql(q.breakdown) : undefined;
 
   // The scan: the events of the steps (strict: every event of the users with a step-1 event).
   const cols = [

@@ -8,10 +8,10 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { maxChars } from '../../chars.ts';
-import { runDashboardQuery } from '../../clickhouse/result-cache.ts';
 import type { RunQuery } from '../../clickhouse/sql.ts';
 import { jsonObject } from '../../validation.ts';
-import { EVENT_QUERY_SETTINGS } from '../read/source.ts';
+import { cachedRequest } from '../../query/request-cache.ts';
+import { READ_SETTINGS } from '../../query/settings.ts';
 import { FUNNEL_ORDERS, compileFunnel, type FunnelBreakdown, type FunnelOrder, type FunnelQuery, type FunnelRow } from './funnel-sql.ts';
 import { PERIOD_NAMES, analysisScopeEntries, periodStartText, stepSchema, type AnalysisScope } from './steps.ts';
 
@@ -141,6 +141,6 @@ export async function runFunnel(run: RunQuery, q: FunnelQuery): Promise<FunnelRo
 
 export async function funnel(client: ClickHouseClient, q: FunnelQuery): Promise<FunnelResult> {
   const started = performance.now();
-  const rows = await runFunnel((query) => runDashboardQuery(client, query, EVENT_QUERY_SETTINGS), q);
+  const { value: rows } = await cachedRequest(client, 'event funnel', q, READ_SETTINGS, ({ run }) => runFunnel(run, q));
   return shapeFunnel(q, rows, Math.round(performance.now() - started));
 }

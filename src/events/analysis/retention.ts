@@ -12,10 +12,11 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
-import { runDashboardQuery } from '../../clickhouse/result-cache.ts';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
 import { jsonObject } from '../../validation.ts';
-import { DT, EVENT_QUERY_SETTINGS } from '../read/source.ts';
+import { cachedRequest } from '../../query/request-cache.ts';
+import { DT64 } from '../../query/scope.ts';
+import { READ_SETTINGS } from '../../query/settings.ts';
 import {
   PERIODS, PERIOD_NAMES, analysisScopeEntries, analysisSource, groupsSql, perUserSql, periodStartText, stepSchema, stepSql,
   type AnalysisScope, type Period, type StepNode,
@@ -61,11 +62,11 @@ export function compileRetention(q: RetentionQuery): CompiledQuery {
   // Start events in the range; return events from its start to the end of the N-th period after its last.
   const source = analysisSource(q, bag, q.range?.start === undefined ? undefined : { start: q.range.start });
   const startSql = stepSql(q.start, source);
-  const inRange = q.range?.end === undefined ? '' : ` AND timestamp <= ${bag.add(q.range.end, DT)}`;
+  const inRange = q.range?.end === undefined ? '' : ` AND timestamp <= ${bag.add(q.range.end, DT64)}`;
   const returnSql = q.return === 'any' ? 'true' : stepSql(q.return, source);
   const returnsEnd = q.range?.end === undefined
     ? ''
-    : ` AND timestamp < toDateTime64(${({ day: 'addDays', week: 'addWeeks', month: 'addMonths' } as const)[q.period]}(${periodStart}(${bag.add(q.range.end, DT)}), ${bag.add(q.periods + 1, 'UInt32')}), 3, 'UTC')`;
+    : ` AND timestamp < toDateTime64(${({ day: 'addDays', week: 'addWeeks', month: 'addMonths' } as const)[q.period]}(${periodStart}(${bag.add(q.range.end, DT64)}), ${bag.add(q.periods + 1, 'UInt32')}), 3, 'UTC')`;
   const scan =
     `SELECT user_id, user_alias, anonymous AS anon, timestamp, toInt32(${index}(timestamp)) AS p, (${startSql}${inRange}) AS st, ${returnSql} AS rt ` +
     `FROM events WHERE ${source.where()}${returnsEnd}${q.return === 'any' ? '' : ` AND (${startSql} OR ${returnSql})`}`;
@@ -114,6 +115,6 @@ export function runRetention(run: RunQuery, q: RetentionQuery): Promise<Retentio
 
 export async function retention(client: ClickHouseClient, q: RetentionQuery): Promise<RetentionResult> {
   const started = performance.now();
-  const rows = await runRetention((query) => runDashboardQuery(client, query, EVENT_QUERY_SETTINGS), q);
+  const { value: rows } = await cachedRequest(client, 'event retention', q, READ_SETTINGS, ({ run }) => runRetention(run, q));
   return shapeRetention(q, rows, Math.round(performance.now() - started));
 }
