@@ -15,9 +15,9 @@
 import { MICROS_PER_HOUR, parseInstantMicros, type HistogramPlan } from '../../query/histogram.ts';
 import type { EventSource, EventScope } from './source.ts';
 
-/** The scope's filters can be evaluated on the projection's columns. */
+/** The scope can be evaluated on the projection's columns: filters on type and event_name only, no cohort (a per-user condition). */
 export function hoursServe(scope: EventScope): boolean {
-  return scope.filters.every((f) => f.kind === 'type' || f.kind === 'event_name');
+  return !scope.cohort && scope.filters.every((f) => f.kind === 'type' || f.kind === 'event_name');
 }
 
 /** The instants where a plan's buckets split time: every bucket start and the series' end. */
