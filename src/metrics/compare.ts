@@ -3,8 +3,9 @@
  * each, aligned bucket by bucket with the main range's.
  *
  * Ranges are [start, end] in µs, both inclusive, like the request's `range`.
- * - previous_period: the range of the same length right before the main one:
- *   [start - L, start - 1µs] with L = end - start + 1µs.
+ * - previous_period: the main range moved back by the span of its (first) date histogram, n x k
+ *   hours, days or calendar months, so that its buckets are the n intervals right before the main
+ *   ones; without a date level, by the range's length L = end - start + 1µs.
  * - previous_year: the main range 12 calendar months earlier (UTC; Feb 29 becomes Feb 28, as
  *   ClickHouse's addMonths does).
  * - explicit ranges: as given.
@@ -14,8 +15,12 @@
  * cut at its last bucket's end, which only happens when calendar months or years differ in
  * length (a previous year holding Feb 29, months of 28..31 days).
  */
+import * as v from 'valibot';
 import { invalid } from '../errors.ts';
+import { isoInstant } from '../query/filter-args.ts';
 import { MICROS_PER_DAY, MICROS_PER_HOUR, addMonths, formatMicros, type HistogramPlan } from '../query/histogram.ts';
+import { toBigMicros } from '../time/iso.ts';
+import { jsonObject } from '../validation.ts';
 
 export type CompareSpec = 'previous_period' | 'previous_year' | readonly { readonly start: bigint; readonly end: bigint }[];
 
@@ -27,6 +32,36 @@ export interface MicrosRange {
 /** Comparisons at most per request (each is one more aggregation over its range). */
 export const MAX_COMPARISONS = 5;
 
+const HINT = 'date or date-time, e.g. 2024-01-02T03:04:05Z';
+const explicitRange = v.pipe(
+  jsonObject({ start: isoInstant('start', HINT), end: isoInstant('end', HINT) }, 'a comparison range'),
+  v.rawTransform(({ dataset, addIssue, NEVER }) => {
+    const start = toBigMicros(dataset.value.start.t);
+    const end = toBigMicros(dataset.value.end.t);
+    if (start > end) {
+      addIssue({ message: 'start must not be after end' });
+      return NEVER;
+    }
+    return { start, end };
+  }),
+);
+
+/** `compare` of a request: previous_period, previous_year, or 1..MAX_COMPARISONS explicit {start, end} ranges. */
+export const compareSchema = v.union(
+  [
+    v.picklist(['previous_period', 'previous_year']),
+    v.pipe(v.array(explicitRange), v.minLength(1, 'compare needs at least one range'), v.maxLength(MAX_COMPARISONS, `compare holds at most ${MAX_COMPARISONS} ranges`)),
+  ],
+  (issue) => {
+    // Name the first problem inside a list of ranges (compare[1].end ...), else what compare accepts.
+    const inner = issue.issues?.find((i) => i.path?.length);
+    const where = inner?.path?.map((p) => (typeof p.key === 'number' ? `[${p.key}]` : `.${String(p.key)}`)).join('') ?? '';
+    return inner && !/^ranges? /.test(inner.message)
+      ? `compare${where}: ${inner.message}`
+      : `compare must be "previous_period", "previous_year" or a list of 1..${MAX_COMPARISONS} {"start", "end"} ranges`;
+  },
+);
+
 /** The earliest and latest instants a comparison may reach (the DateTime64 columns' years 1900..2299). */
 const MIN_INSTANT = BigInt(Date.UTC(1900, 0, 1)) * 1000n;
 const MAX_INSTANT = BigInt(Date.UTC(2300, 0, 1)) * 1000n - 1n;
@@ -37,6 +72,14 @@ export function shiftedPlan(main: HistogramPlan, start: bigint, end: bigint): Hi
   const at = (i: number) => (main.unit === 'month' ? addMonths(start, i * main.k) : start + BigInt(i * main.k) * (main.unit === 'hour' ? MICROS_PER_HOUR : MICROS_PER_DAY));
   const starts = Array.from({ length: n }, (_, i) => at(i));
   return Object.freeze({ unit: main.unit, k: main.k, interval: main.interval, start, end, starts: Object.freeze(starts), boundary: at(n) });
+}
+
+function previousPeriod(main: MicrosRange, series: HistogramPlan | undefined): MicrosRange {
+  if (!series) return { start: main.start - (main.end - main.start + 1n), end: main.start - 1n };
+  const n = series.starts.length * series.k;
+  if (series.unit === 'month') return { start: addMonths(main.start, -n), end: addMonths(main.end, -n) };
+  const span = series.boundary - series.start;
+  return { start: main.start - span, end: main.end - span };
 }
 
 export interface Comparison {
@@ -54,7 +97,7 @@ export function planComparisons(spec: CompareSpec, main: MicrosRange, plans: rea
   const derived = typeof spec === 'string';
   const ranges: MicrosRange[] =
     spec === 'previous_period'
-      ? [{ start: main.start - (main.end - main.start + 1n), end: main.start - 1n }]
+      ? [previousPeriod(main, plans.find((p) => p !== undefined && p.starts.length > 0))]
       : spec === 'previous_year'
         ? [{ start: addMonths(main.start, -12), end: addMonths(main.end, -12) }]
         : spec.map((r) => ({ start: r.start, end: r.end }));

@@ -34,6 +34,9 @@ import { tooExpensive } from '../errors.ts';
 import { QUERY_SETTINGS, fromScope, type Scope } from './compile.ts';
 import { COMPLETION_VALUES, queryScopeEntries } from './filters.ts';
 import { ignored, jsonObject } from '../validation.ts';
+import { compareSchema } from '../metrics/compare.ts';
+import type { ReleaseMark } from '../releases/marks.ts';
+import { GROUP_METRIC_ROW, NO_COUNTS, RAW_METRIC_ROW, WEIGHTED_METRIC_ROW, countsOf, metricAggregates, metricRowColumns, metricsSchema, metricsServable, rollupMetricGroupsSql, shapeMetrics, type MetricCounts, type MetricName, type MetricRow, type Metrics } from './metrics.ts';
 import {
   DATE_FIELD_COLUMNS,
   MAX_TERMS_BUCKETS,
@@ -59,14 +62,17 @@ import { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
  * reaches Node, where it could have been ~1M rows. Only the final result counts: the subqueries
  * that rank and cut the terms levels are not limited (checked on the engine, 26.x).
  */
-const AGGREGATION_SETTINGS = Object.freeze({ ...QUERY_SETTINGS, max_result_rows: String(MAX_RESPONSE_BUCKETS + 1), result_overflow_mode: 'throw' as const });
+export const AGGREGATION_SETTINGS = Object.freeze({ ...QUERY_SETTINGS, max_result_rows: String(MAX_RESPONSE_BUCKETS + 1), result_overflow_mode: 'throw' as const });
 
-const tooManyBuckets = () =>
+export const tooManyBuckets = () =>
   tooExpensive(`The aggregation would return more than ${MAX_RESPONSE_BUCKETS} buckets: lower date_histogram_buckets, narrow the range, or use fewer group_by levels`);
 
-/** The scope plus `group_by`; `size` and `offset` are accepted and ignored, any other field is a 400. */
+/**
+ * The scope plus `group_by`, `metrics` and `compare` (metrics.ts, periods.ts); `size` and `offset`
+ * are accepted and ignored, any other field is a 400.
+ */
 export const aggregationBodySchema = v.pipe(
-  jsonObject({ ...queryScopeEntries, group_by: groupBySchema, size: ignored, offset: ignored }, 'the aggregation body'),
+  jsonObject({ ...queryScopeEntries, group_by: groupBySchema, metrics: v.optional(metricsSchema), compare: v.optional(compareSchema), size: ignored, offset: ignored }, 'the aggregation body'),
   v.transform(({ size: _size, offset: _offset, ...body }) => body),
 );
 export type AggregationBody = v.InferOutput<typeof aggregationBodySchema>;
@@ -74,17 +80,28 @@ export type AggregationBody = v.InferOutput<typeof aggregationBodySchema>;
 export interface Bucket {
   key: string;
   doc_count: number;
+  metrics?: Metrics;
   aggregations?: LevelResult;
 }
 
 export type LevelResult =
-  | { field: DateField; interval: string; buckets: Bucket[] }
+  | { field: DateField; interval: string; buckets: Bucket[]; releases?: ReleaseMark[] }
   | { field: string; hidden_field_key?: string; question_id?: string; buckets: Bucket[]; other_doc_count: number };
+
+/** One comparison's tree (aggregation-request.ts): its range, and the same tree over it, with deltas. */
+export interface ComparisonResult {
+  range: { start: string; end: string };
+  hits: { total: { value: number } };
+  metrics?: Metrics;
+  aggregations: LevelResult;
+}
 
 export interface AggregationResult {
   took: number;
   hits: { total: { value: number } };
+  metrics?: Metrics;
   aggregations: LevelResult;
+  comparisons?: ComparisonResult[];
 }
 
 // --- (1) data bounds -------------------------------------------------------------------------------
@@ -132,7 +149,7 @@ export function planLevels(rules: readonly GroupByRule[], range: Scope['range'],
 
 // --- (3) the grouped query -------------------------------------------------------------------------
 
-export interface AggregationRow {
+export interface AggregationRow extends MetricRow {
   depth: number;
   doc_count: number | string;
   other_doc_count: number | string;
@@ -144,16 +161,29 @@ export interface AggregationRow {
  * level's key is its bucket index), `doc_count` counts distinct responses, `other_doc_count` is the
  * summed doc_count of the siblings beyond the first 100. Only rows under kept ancestors are returned.
  */
-export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupWindow): CompiledQuery {
+export function compileAggregation(
+  scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupWindow, metrics: readonly MetricName[] = [],
+): CompiledQuery {
   const bag = new ParamBag();
   const source = fromScope(scope, bag);
   if (rollup) {
+    const weighted = weightedSource(scope, rules, plans, rollup, source, bag, metrics);
     const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
-    return compiled(compileRankedRollup({ ...weightedSource(scope, rules, plans, rollup, source, bag), limit }), bag);
+    // Rollup-served metrics have no multi-valued level (metricsServable): every row counts in full.
+    return compiled(compileRankedRollup({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit }), bag);
   }
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
-  return compiled(compileRankedRollup({ source, keys, count: docCountSql(rules), limit }), bag);
+  const metricColumns = metricAggregates(metrics, RAW_METRIC_ROW, firstFlagsPerDepth(rules));
+  return compiled(compileRankedRollup({ source, keys, count: docCountSql(rules), metrics: metricColumns, limit }), bag);
+}
+
+/**
+ * Per depth (0..n), the condition under which a raw row counts in a bucket of that depth: the
+ * first value of every deeper multi-valued level ('' when there is none), as docCountSql counts.
+ */
+function firstFlagsPerDepth(rules: readonly GroupByRule[]): string[] {
+  return Array.from({ length: rules.length + 1 }, (_, d) => rules.flatMap((rule, i) => (i + 1 > d && isMultiValued(rule) ? [isFirstOfLevelSql(i + 1)] : [])).join(' AND '));
 }
 
 /**
@@ -166,7 +196,9 @@ export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], 
  *   none); their answer key is NULL, so they are in no bucket of that level or below;
  * - rollup answer counts (of the one answer level's question): their count from that level down.
  */
-function weightedSource(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupWindow, rawSource: string, bag: ParamBag): { source: string; keys: string[]; count: string } {
+function weightedSource(
+  scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupWindow, rawSource: string, bag: ParamBag, metrics: readonly MetricName[],
+): { source: string; keys: string[]; count: string } {
   const n = rules.length;
   const depths = Array.from({ length: n + 1 }, (_, d) => d);
   const answerLevel = rules.findIndex((r) => r.kind === 'answer') + 1; // 1-based, 0 when none
@@ -179,11 +211,12 @@ function weightedSource(scope: Scope, rules: readonly GroupByRule[], plans: read
   if (remainder !== undefined) {
     const rawKeys = rules.map((rule, i) => `${levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
     const firstFlags = (d: number) => rules.flatMap((rule, i) => (i + 1 > d && isMultiValued(rule) ? [isFirstOfLevelSql(i + 1)] : []));
-    sources.push(`SELECT ${rawKeys}, ${weights((d) => firstFlags(d).join(' AND ') || '1')} ${rawSource} AND ${remainder}`);
+    sources.push(`SELECT ${rawKeys}, ${weights((d) => firstFlags(d).join(' AND ') || '1')}${metricRowColumns(metrics, RAW_METRIC_ROW)} ${rawSource} AND ${remainder}`);
   }
   // The group columns the levels' keys read (survey_id and created_at are on every rollup row).
   const columns = rules.flatMap((r): GroupColumn[] => (r.kind === 'completion' || r.kind === 'end_reason' ? [r.kind] : []));
-  sources.push(`SELECT ${keysWith('CAST(NULL AS Nullable(String))')}, ${weights((d) => (answerLevel === 0 || d < answerLevel ? 'x_rows' : '0'))} FROM (${rollupGroupsSql(scope, rollup, bag, columns)})`);
+  const groups = metrics.length === 0 ? rollupGroupsSql(scope, rollup, bag, columns) : rollupMetricGroupsSql(scope, rollup, bag, columns, metrics);
+  sources.push(`SELECT ${keysWith('CAST(NULL AS Nullable(String))')}, ${weights((d) => (answerLevel === 0 || d < answerLevel ? 'x_rows' : '0'))}${metricRowColumns(metrics, GROUP_METRIC_ROW)} FROM (${groups})`);
   if (answerLevel > 0) {
     const rule = rules[answerLevel - 1] as Extract<GroupByRule, { kind: 'answer' }>;
     sources.push(`SELECT ${keysWith('CAST(answer_value AS Nullable(String))')}, ${weights((d) => (d >= answerLevel ? 'x_rows' : '0'))} FROM (${rollupAnswersSql(scope, rollup, rule.questionId, bag, columns)})`);
@@ -202,12 +235,36 @@ export function docCountSql(rules: readonly GroupByRule[]): string {
 
 // --- (4) shaping -----------------------------------------------------------------------------------
 
+/** A bucket's place in the tree: the keys down to it (a date level's key is its bucket index). */
+export type BucketPath = readonly (string | number)[];
+const pathKey = (path: BucketPath) => JSON.stringify(path);
+
+/** What shapeAggregation adds to the counts: the metrics of every bucket, and their change from another tree. */
+export interface ShapeOptions {
+  metrics?: readonly MetricName[];
+  /** For a comparison's tree: the counts of the main range's bucket at the same path (the deltas). */
+  main?: (path: BucketPath) => MetricCounts;
+}
+
+/** The metric counts of each bucket of the rows, by path ([] = the whole scope). */
+export function countsByPath(rules: readonly GroupByRule[], rows: readonly AggregationRow[]): (path: BucketPath) => MetricCounts {
+  const byPath = new Map<string, MetricCounts>();
+  for (const row of rows) {
+    const depth = Number(row.depth);
+    const path: (string | number)[] = [];
+    for (let i = 1; i <= depth; i++) path.push(normalizeKey(rules[i - 1], row[`k${i}`]));
+    byPath.set(pathKey(path), countsOf(row));
+  }
+  return (path) => byPath.get(pathKey(path)) ?? NO_COUNTS;
+}
+
 /** Rows -> the nested body. Pure; `took` is passed in. */
 export function shapeAggregation(
   rules: readonly GroupByRule[],
   plans: readonly (HistogramPlan | undefined)[],
   rows: readonly AggregationRow[],
   took: number,
+  options: ShapeOptions = {},
 ): AggregationResult {
   // children of each parent path (the JSON of its keys), with their own key and count
   const children = new Map<string, { key: string | number; doc_count: number; other: number }[]>();
@@ -220,28 +277,34 @@ export function shapeAggregation(
     }
     const path = [];
     for (let i = 1; i < depth; i++) path.push(normalizeKey(rules[i - 1], row[`k${i}`]));
-    const parent = JSON.stringify(path);
+    const parent = pathKey(path);
     const list = children.get(parent) ?? [];
     list.push({ key: normalizeKey(rules[depth - 1], row[`k${depth}`]), doc_count: Number(row.doc_count), other: Number(row.other_doc_count) });
     children.set(parent, list);
   }
+  const names = options.metrics ?? [];
+  const counts = names.length ? countsByPath(rules, rows) : undefined;
+  const metricsAt = (path: BucketPath): Pick<Bucket, 'metrics'> =>
+    counts ? { metrics: shapeMetrics(names, counts(path), options.main?.(path)) } : {};
 
   let emitted = 0;
   const level = (depth: number, path: (string | number)[]): LevelResult => {
     const rule = rules[depth];
-    const found = children.get(JSON.stringify(path)) ?? [];
+    const found = children.get(pathKey(path)) ?? [];
     emitted += rule.kind === 'date' ? plans[depth]!.starts.length : Math.max(found.length, rule.kind === 'completion' ? 3 : 0);
     if (emitted > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
-    const nested = (key: string | number): Pick<Bucket, 'aggregations'> =>
-      depth + 1 < rules.length ? { aggregations: level(depth + 1, [...path, key]) } : {};
+    const nested = (key: string | number): Pick<Bucket, 'metrics' | 'aggregations'> => ({
+      ...metricsAt([...path, key]),
+      ...(depth + 1 < rules.length ? { aggregations: level(depth + 1, [...path, key]) } : {}),
+    });
 
     if (rule.kind === 'date') {
       const plan = plans[depth]!;
-      const counts = new Map(found.map((c) => [c.key, c.doc_count]));
+      const docs = new Map(found.map((c) => [c.key, c.doc_count]));
       return {
         field: rule.field,
         interval: plan.interval,
-        buckets: plan.starts.map((start, i) => ({ key: formatMicros(start), doc_count: counts.get(i) ?? 0, ...nested(i) })),
+        buckets: plan.starts.map((start, i) => ({ key: formatMicros(start), doc_count: docs.get(i) ?? 0, ...nested(i) })),
       };
     }
     let entries = found.map((c) => ({ key: String(c.key), doc_count: c.doc_count }));
@@ -260,38 +323,31 @@ export function shapeAggregation(
     };
   };
 
-  return { took, hits: { total: { value: total } }, aggregations: level(0, []) };
+  return { took, hits: { total: { value: total } }, ...metricsAt([]), aggregations: level(0, []) };
 }
 
 function normalizeKey(rule: GroupByRule, raw: string | number | null | undefined): string | number {
   return rule.kind === 'date' ? Number(raw) : String(raw);
 }
 
-// --- the handler -----------------------------------------------------------------------------------
-
-/** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed scope and rules. */
-export async function aggregate(client: ClickHouseClient, scope: Scope, rules: readonly GroupByRule[], options: ReadOptions = {}): Promise<{ result: AggregationResult; watermark: number }> {
-  const started = performance.now();
-  // Cached as a whole request (result-cache.ts): the bounds and the pending marks it read are those
-  // its rows were computed with. They are read without any cache; the grouped query may use the
-  // engine's 3 s query cache (its SQL carries both).
-  const run: RunQuery = (q) => queryRows(client, q, { ...AGGREGATION_SETTINGS, ...DASHBOARD_QUERY_CACHE_SETTINGS });
-  const fresh: RunQuery = (q) => queryRows(client, q, AGGREGATION_SETTINGS);
-  const cached = pollingCachedEntry(client, requestKey('aggregation', [scope, rules, options]), async () => [await runAggregation(run, scope, rules, { ...options, fresh })]);
-  const [{ plans, rows }] = await cached.rows;
-  return { result: shapeAggregation(rules, plans, rows, Math.round(performance.now() - started)), watermark: cached.at };
+export interface AggregationOptions extends ReadOptions {
+  /** The metrics of every bucket (metrics.ts). */
+  metrics?: readonly MetricName[];
+  /** The series of the date levels, when the caller planned them (a comparison's, periods.ts). */
+  plans?: readonly (HistogramPlan | undefined)[];
 }
 
 /** The data bounds when a histogram needs them, the plans, then the grouped query. */
-export async function runAggregation(run: RunQuery, scope: Scope, rules: readonly GroupByRule[], options: ReadOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
-  const needBounds = fieldsNeedingBounds(rules, scope.range);
+export async function runAggregation(run: RunQuery, scope: Scope, rules: readonly GroupByRule[], options: AggregationOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
+  const metrics = options.metrics ?? [];
+  const needBounds = options.plans ? [] : fieldsNeedingBounds(rules, scope.range);
   const bounds = needBounds.length ? readBounds(needBounds, (await (options.fresh ?? run)<Record<string, string | null>>(compileBounds(scope, needBounds)))[0]) : {};
-  const plans = planLevels(rules, scope.range, bounds);
+  const plans = options.plans ? [...options.plans] : planLevels(rules, scope.range, bounds);
   // The dense series alone (every date bucket under every date bucket) may already be too many.
   if (plans.reduce((n, p) => n * (p ? Math.max(p.starts.length, 1) : 1), 1) > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
   // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
-  const grain = options.rollups !== false && filtersServable(scope) && rulesServable(rules) ? grainOf(plans) : null;
-  if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans)) };
-  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, grain) ?? undefined);
+  const grain = options.rollups !== false && filtersServable(scope) && rulesServable(rules) && metricsServable(rules, metrics) ? grainOf(plans) : null;
+  if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics)) };
+  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, grain) ?? undefined, metrics);
   return { plans, rows: (await runWithPending<AggregationRow>(run, options.fresh ?? run, scope.orgId, compile))! };
 }

@@ -10,6 +10,7 @@ import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
 import { scalarAsNumber, type FilterNode, type QueryScopeBody, type Scalar } from './filters.ts';
 import { formatDbMicros, parseInstantMicros } from '../query/histogram.ts';
 import type { ResponsePosition } from './cursor.ts';
+import { answerFilterSql } from './answer-filter.ts';
 
 /**
  * Resource limits for every survey-response query (pass as `clickhouse_settings`). Over a limit
@@ -118,6 +119,8 @@ function positiveExpr(node: FilterNode, bag: ParamBag): string {
         : `completion IN ${bag.add(node.values, 'Array(String)')}`;
     case 'hidden_field':
       return hiddenFieldExpr(node, bag);
+    case 'answer':
+      return answerFilterSql(node, bag);
   }
   throw new Error(`unreachable filter node ${JSON.stringify(node)}`);
 }

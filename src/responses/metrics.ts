@@ -13,7 +13,11 @@ import * as v from 'valibot';
 import {
   meanDifference, meanInterval, momentsOf, npsDifference, npsInterval, proportionDifference, round, roundInterval, wilsonInterval, type Difference,
 } from '../metrics/statistics.ts';
+import type { ParamBag } from '../clickhouse/sql.ts';
+import type { Scope } from './compile.ts';
 import { COMPLETION_VALUES, type Completion } from './filters.ts';
+import { isMultiValued, type GroupByRule } from './group-by.ts';
+import { rollupGroupsSql, rollupRowsSql, type GroupColumn, type RollupWindow } from './rollups/read.ts';
 import { SCALES, roundRatio } from './summary.ts';
 
 export const METRIC_NAMES = ['nps', 'csat', 'ces', 'completion'] as const;
@@ -47,23 +51,100 @@ export const NO_COUNTS: MetricCounts = Object.freeze({
  * The engine's columns for one set: `sumMap` results, printed by JSONEachRow as
  * [[keys], [counts]] (counts as text: 64-bit integers are quoted).
  */
+type SumMapColumn = [unknown[], unknown[]] | Record<string, unknown[]> | null | undefined;
 export interface MetricRow {
-  m_nps?: [unknown[], unknown[]] | null;
-  m_csat?: [unknown[], unknown[]] | null;
-  m_ces?: [unknown[], unknown[]] | null;
-  m_completion?: [unknown[], unknown[]] | null;
+  m_nps?: SumMapColumn;
+  m_csat?: SumMapColumn;
+  m_ces?: SumMapColumn;
+  m_completion?: SumMapColumn;
 }
 
-const pairs = (column: [unknown[], unknown[]] | null | undefined): [string, number][] =>
-  column ? column[0].map((k, i) => [String(k), Number(column[1][i])]) : [];
+function pairs(column: SumMapColumn): [string, number][] {
+  if (!column) return [];
+  const [keys, counts] = (Array.isArray(column) ? column : Object.values(column)) as [unknown[], unknown[]];
+  return keys.map((k, i) => [String(k), Number(counts[i])]);
+}
 
 /** A row's columns -> counts (whole-number scores only: the columns hold nothing else). */
 export function countsOf(row: MetricRow | undefined): MetricCounts {
   if (!row) return NO_COUNTS;
-  const scores = (column: [unknown[], unknown[]] | null | undefined) => new Map(pairs(column).filter(([, n]) => n > 0).map(([k, n]) => [Number(k), n]));
+  const scores = (column: SumMapColumn) => new Map(pairs(column).filter(([, n]) => n > 0).map(([k, n]) => [Number(k), n]));
   const completion = { not_started: 0, partially_completed: 0, fully_completed: 0 };
   for (const [k, n] of pairs(row.m_completion)) if ((COMPLETION_VALUES as readonly string[]).includes(k)) completion[k as Completion] += n;
   return { nps: scores(row.m_nps), csat: scores(row.m_csat), ces: scores(row.m_ces), completion };
+}
+
+// --- the SQL ---------------------------------------------------------------------------------------
+
+/** Per metric, the (keys, counts) arrays one row of a source contributes to its sumMap. */
+export type MetricRowSql = Readonly<Record<MetricName, readonly [keys: string, counts: string]>>;
+
+/** A survey_responses row: its whole-number scores (schema/004), its completion, each counting 1. */
+export const RAW_METRIC_ROW: MetricRowSql = {
+  nps: ['nps_scores', 'arrayMap(x -> toUInt64(1), nps_scores)'],
+  csat: ['csat_scores', 'arrayMap(x -> toUInt64(1), csat_scores)'],
+  ces: ['ces_scores', 'arrayMap(x -> toUInt64(1), ces_scores)'],
+  completion: ['[toString(completion)]', '[toUInt64(1)]'],
+};
+
+/** A row of rollupMetricGroupsSql: the score counts and completion counts of its responses. */
+export const GROUP_METRIC_ROW: MetricRowSql = {
+  nps: ['mapKeys(x_nps)', 'mapValues(x_nps)'],
+  csat: ['mapKeys(x_csat)', 'mapValues(x_csat)'],
+  ces: ['mapKeys(x_ces)', 'mapValues(x_ces)'],
+  completion: ['mapKeys(x_completion)', 'mapValues(x_completion)'],
+};
+
+/** A row of a union of sources, each of which selected metricRowColumns. */
+export const WEIGHTED_METRIC_ROW: MetricRowSql = {
+  nps: ['mk_nps', 'mv_nps'], csat: ['mk_csat', 'mv_csat'], ces: ['mk_ces', 'mv_ces'], completion: ['mk_completion', 'mv_completion'],
+};
+
+/** `, keys AS mk_<m>, counts AS mv_<m>` for each metric: a source's share of a union (WEIGHTED_METRIC_ROW). */
+export function metricRowColumns(names: readonly MetricName[], row: MetricRowSql): string {
+  return names.map((m) => `, ${row[m][0]} AS mk_${m}, ${row[m][1]} AS mv_${m}`).join('');
+}
+
+/**
+ * The aggregate column m_<metric> of each metric, for a grouped query WITH ROLLUP whose `depth`
+ * column says the level of a row: per depth, the rows that count in a bucket of that depth
+ * (`conditions[d]`, '' for every row: the first value of the deeper multi-valued levels, as the
+ * doc_count counts them) add their counts.
+ */
+export function metricAggregates(names: readonly MetricName[], row: MetricRowSql, conditions: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const m of names) {
+    const [keys, counts] = row[m];
+    const sum = (cond: string) => (cond ? `sumMapIf(${keys}, ${counts}, ${cond})` : `sumMap(${keys}, ${counts})`);
+    const distinct = [...new Set(conditions)];
+    out[`m_${m}`] = distinct.length <= 1
+      ? sum(distinct[0] ?? '')
+      : `multiIf(${conditions.slice(0, -1).map((c, d) => `depth = ${d}, ${sum(c)}`).join(', ')}, ${sum(conditions[conditions.length - 1])})`;
+  }
+  return out;
+}
+
+/**
+ * The rollup groups with their metric counts (GROUP_METRIC_ROW) and the group columns the levels
+ * need. With no filter and no such column, the slice totals (schema/050) answer: one row per
+ * slice, its score and completion maps as they are stored.
+ */
+export function rollupMetricGroupsSql(scope: Scope, w: RollupWindow, bag: ParamBag, columns: readonly GroupColumn[], names: readonly MetricName[]): string {
+  if (scope.filters.length === 0 && columns.length === 0) {
+    return (
+      'SELECT survey_id, start AS created_at, t_rows AS x_rows, t_nps AS x_nps, t_csat AS x_csat, t_ces AS x_ces, ' +
+      `CAST(t_completion, 'Map(String, UInt64)') AS x_completion ${rollupRowsSql(scope, w, bag)}`
+    );
+  }
+  const scores = names.filter((m): m is 'nps' | 'csat' | 'ces' => m !== 'completion').map((m) => `x_${m}` as GroupColumn);
+  const completion = names.includes('completion') ? ['completion' as const] : [];
+  const groups = rollupGroupsSql(scope, w, bag, [...new Set<GroupColumn>([...columns, ...scores, ...completion])]);
+  return `SELECT *${completion.length ? ', map(toString(completion), x_rows) AS x_completion' : ''} FROM (${groups})`;
+}
+
+/** Rollup-served metrics need every row to count in full in each bucket: no multi-valued level. */
+export function metricsServable(rules: readonly GroupByRule[], names: readonly MetricName[]): boolean {
+  return names.length === 0 || !rules.some(isMultiValued);
 }
 
 // --- the JSON ---------------------------------------------------------------------------------------
@@ -135,37 +216,39 @@ function change(main: number | null, other: number | null, diff: Difference | nu
   };
 }
 
-/** The metrics asked for, of `counts`; with `against`, each also carries its change from it. */
-export function shapeMetrics(names: readonly MetricName[], counts: MetricCounts, against?: MetricCounts): Metrics {
+/**
+ * The metrics asked for, of `counts`. With `main` (`counts` is a comparison's, main the counts of
+ * the same bucket of the main range), each also carries its change: main minus this.
+ */
+export function shapeMetrics(names: readonly MetricName[], counts: MetricCounts, main?: MetricCounts): Metrics {
   const out: Metrics = {};
   for (const name of names) {
     switch (name) {
       case 'nps': {
         const m = nps(counts);
-        if (!against) out.nps = m;
+        if (!main) out.nps = m;
         else {
-          const o = npsGroups(against.nps);
-          const other = nps(against);
-          const diff = npsDifference({ promotors: m.promotor, detractors: m.detractor, total: m.total }, { promotors: o.promotor, detractors: o.detractor, total: o.total });
-          out.nps = { ...m, ...change(m.score, other.score, diff, SCORE_DECIMALS) };
+          const x = nps(main);
+          const diff = npsDifference({ promotors: x.promotor, detractors: x.detractor, total: x.total }, { promotors: m.promotor, detractors: m.detractor, total: m.total });
+          out.nps = { ...m, ...change(x.score, m.score, diff, SCORE_DECIMALS) };
         }
         break;
       }
       case 'csat':
       case 'ces': {
         const m = mean(name, counts);
-        out[name] = against ? { ...m, ...change(m.avg, mean(name, against).avg, meanDifference(momentsOf(counts[name]), momentsOf(against[name])), SCORE_DECIMALS) } : m;
+        out[name] = main ? { ...m, ...change(mean(name, main).avg, m.avg, meanDifference(momentsOf(main[name]), momentsOf(counts[name])), SCORE_DECIMALS) } : m;
         break;
       }
       case 'completion': {
         const m = completion(counts);
-        if (!against) out.completion = m;
+        if (!main) out.completion = m;
         else {
           const diff = proportionDifference(
+            { successes: main.completion.fully_completed, n: respondents(main) },
             { successes: counts.completion.fully_completed, n: respondents(counts) },
-            { successes: against.completion.fully_completed, n: respondents(against) },
           );
-          out.completion = { ...m, ...change(m.rate, completion(against).rate, diff, RATE_DECIMALS) };
+          out.completion = { ...m, ...change(completion(main).rate, m.rate, diff, RATE_DECIMALS) };
         }
         break;
       }
