@@ -9,7 +9,8 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { RunQuery } from '../clickhouse/sql.ts';
-import { DASHBOARD_QUERY_CACHE_SETTINGS, pollingCachedEntry, queryRows, requestKey } from '../clickhouse/result-cache.ts';
+import { RANKED_BUCKETS_SETTINGS } from '../query/ranked-buckets.ts';
+import { cachedRequest } from '../query/request-cache.ts';
 import { invalid } from '../errors.ts';
 import { planComparisons, type CompareSpec, type MicrosRange } from '../metrics/compare.ts';
 import { formatDbMicros, formatMicros, parseInstantMicros, type HistogramPlan } from '../query/histogram.ts';
@@ -17,7 +18,7 @@ import { MAX_RELEASE_MARKS, releaseMarks } from '../releases/marks.ts';
 import type { Release } from '../releases/schema.ts';
 import { compileReleasesBetween, toRelease } from '../releases/store.ts';
 import {
-  AGGREGATION_SETTINGS, countsByPath, planLevels, runAggregation, shapeAggregation, type AggregationResult, type AggregationRow, type LevelResult,
+  countsByPath, planLevels, runAggregation, shapeAggregation, type AggregationResult, type AggregationRow, type LevelResult,
 } from './aggregation.ts';
 import type { Scope } from './compile.ts';
 import type { GroupByRule } from './group-by.ts';
@@ -112,12 +113,10 @@ export function shapeAggregationRequest(request: AggregationRequest, rows: Reque
 /** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed scope and request. */
 export async function aggregate(client: ClickHouseClient, scope: Scope, request: AggregationRequest, options: ReadOptions = {}): Promise<{ result: AggregationResult; watermark: number }> {
   const started = performance.now();
-  // Cached as a whole request (result-cache.ts): the bounds and the pending marks it read are those
-  // its rows were computed with. They are read without any cache; the grouped queries may use the
-  // engine's 3 s query cache (their SQL carries both).
-  const run: RunQuery = (q) => queryRows(client, q, { ...AGGREGATION_SETTINGS, ...DASHBOARD_QUERY_CACHE_SETTINGS });
-  const fresh: RunQuery = (q) => queryRows(client, q, AGGREGATION_SETTINGS);
-  const cached = pollingCachedEntry(client, requestKey('aggregation', [scope, request, options]), async () => [await runAggregationRequest(run, scope, request, { ...options, fresh })]);
-  const [rows] = await cached.rows;
-  return { result: shapeAggregationRequest(request, rows, Math.round(performance.now() - started)), watermark: cached.at };
+  // Cached as a whole request (src/query/request-cache.ts): the bounds, pending marks and releases
+  // it read are those its rows were computed with. They are read without any cache; the grouped
+  // queries may use the engine's 3 s query cache (their SQL carries both).
+  const { value: rows, at } = await cachedRequest(client, 'aggregation', [scope, request, options], RANKED_BUCKETS_SETTINGS, ({ run, fresh }) =>
+    runAggregationRequest(run, scope, request, { ...options, fresh }));
+  return { result: shapeAggregationRequest(request, rows, Math.round(performance.now() - started)), watermark: at };
 }

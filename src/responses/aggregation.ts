@@ -27,16 +27,17 @@
  *   three 100-bucket histograms would be a million zeros); beyond it the answer is a 400
  *   `query_too_expensive` asking for fewer buckets or levels, as Elasticsearch's max_buckets does.
  */
-import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
-import { tooExpensive } from '../errors.ts';
-import { QUERY_SETTINGS, fromScope, type Scope } from './compile.ts';
+import { fromScope, type Scope } from './compile.ts';
 import { COMPLETION_VALUES, queryScopeEntries } from './filters.ts';
 import { ignored, jsonObject } from '../validation.ts';
 import { compareSchema } from '../metrics/compare.ts';
 import type { ReleaseMark } from '../releases/marks.ts';
-import { GROUP_METRIC_ROW, NO_COUNTS, RAW_METRIC_ROW, WEIGHTED_METRIC_ROW, countsOf, metricAggregates, metricRowColumns, metricsSchema, metricsServable, rollupMetricGroupsSql, shapeMetrics, type MetricCounts, type MetricName, type MetricRow, type Metrics } from './metrics.ts';
+import {
+  GROUP_METRIC_ROW, NO_COUNTS, RAW_METRIC_ROW, WEIGHTED_METRIC_ROW, countsOf, metricAggregates, metricRowColumns, metricsSchema, metricsServable, rollupMetricGroupsSql,
+  shapeMetrics, type MetricCounts, type MetricName, type Metrics,
+} from './metrics.ts';
 import {
   DATE_FIELD_COLUMNS,
   MAX_TERMS_BUCKETS,
@@ -47,29 +48,18 @@ import {
   type DateRule,
   type GroupByRule,
 } from './group-by.ts';
-import { formatMicros, parseInstantMicros, planHistogram, truncateTo, type HistogramPlan } from '../query/histogram.ts';
-import { DASHBOARD_QUERY_CACHE_SETTINGS, pollingCachedEntry, queryRows, requestKey } from '../clickhouse/result-cache.ts';
-import { byteOrder, compileRankedRollup, docCountSql as rollupDocCountSql } from '../query/rollup.ts';
+import { parseInstantMicros, planSeries, type HistogramPlan } from '../query/histogram.ts';
+import { checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, tooManyBuckets } from '../query/ranked-buckets.ts';
+import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
 import { filtersServable, grainOf, rawRemainderSql, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type GroupColumn, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
-export { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
-import { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
+export { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
+import { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
 
 /**
- * The grouped query's rows are the buckets of every level plus the total: a result past
- * MAX_RESPONSE_BUCKETS + 1 rows is refused by the engine (396, a 400 query_too_expensive) before it
- * reaches Node, where it could have been ~1M rows. Only the final result counts: the subqueries
- * that rank and cut the terms levels are not limited (checked on the engine, 26.x).
- */
-export const AGGREGATION_SETTINGS = Object.freeze({ ...QUERY_SETTINGS, max_result_rows: String(MAX_RESPONSE_BUCKETS + 1), result_overflow_mode: 'throw' as const });
-
-export const tooManyBuckets = () =>
-  tooExpensive(`The aggregation would return more than ${MAX_RESPONSE_BUCKETS} buckets: lower date_histogram_buckets, narrow the range, or use fewer group_by levels`);
-
-/**
- * The scope plus `group_by`, `metrics` and `compare` (metrics.ts, periods.ts); `size` and `offset`
- * are accepted and ignored, any other field is a 400.
+ * The scope plus `group_by`, `metrics` (metrics.ts) and `compare` (aggregation-request.ts); `size`
+ * and `offset` are accepted and ignored, any other field is a 400.
  */
 export const aggregationBodySchema = v.pipe(
   jsonObject({ ...queryScopeEntries, group_by: groupBySchema, metrics: v.optional(metricsSchema), compare: v.optional(compareSchema), size: ignored, offset: ignored }, 'the aggregation body'),
@@ -136,25 +126,12 @@ export function readBounds(fields: readonly DateField[], row: Record<string, str
 
 /** The series of each date level (undefined for the other levels). */
 export function planLevels(rules: readonly GroupByRule[], range: Scope['range'], bounds: Bounds): (HistogramPlan | undefined)[] {
-  return rules.map((rule) => {
-    if (rule.kind !== 'date') return undefined;
-    const data = bounds[rule.field];
-    const start = range?.start !== undefined ? parseInstantMicros(range.start) : data?.min != null ? truncateTo(data.min, rule.minInterval) : null;
-    const end = range?.end !== undefined ? parseInstantMicros(range.end) : data?.max ?? null;
-    // No value of the field in scope: an empty series (end < start).
-    if (start === null || end === null) return planHistogram(0n, -1n, rule.minInterval, rule.buckets);
-    return planHistogram(start, end, rule.minInterval, rule.buckets);
-  });
+  return rules.map((rule) => (rule.kind === 'date' ? planSeries(range, bounds[rule.field], rule.minInterval, rule.buckets) : undefined));
 }
 
 // --- (3) the grouped query -------------------------------------------------------------------------
 
-export interface AggregationRow extends MetricRow {
-  depth: number;
-  doc_count: number | string;
-  other_doc_count: number | string;
-  [key: `k${number}`]: string | number | null;
-}
+export type AggregationRow = BucketRow;
 
 /**
  * Depth d (0 = everything in scope) rows: k1..kd are the bucket keys down to that level (a date
@@ -170,12 +147,12 @@ export function compileAggregation(
     const weighted = weightedSource(scope, rules, plans, rollup, source, bag, metrics);
     const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
     // Rollup-served metrics have no multi-valued level (metricsServable): every row counts in full.
-    return compiled(compileRankedRollup({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit }), bag);
+    return compiled(compileRankedBuckets({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit }), bag);
   }
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
   const metricColumns = metricAggregates(metrics, RAW_METRIC_ROW, firstFlagsPerDepth(rules));
-  return compiled(compileRankedRollup({ source, keys, count: docCountSql(rules), metrics: metricColumns, limit }), bag);
+  return compiled(compileRankedBuckets({ source, keys, count: docCountSql(rules), metrics: metricColumns, limit }), bag);
 }
 
 /**
@@ -228,9 +205,9 @@ function weightedSource(
   };
 }
 
-/** doc_count per depth (query/rollup.ts): the hidden_field and answer levels are multi-valued. */
+/** doc_count per depth (query/ranked-buckets.ts): the hidden_field and answer levels are multi-valued. */
 export function docCountSql(rules: readonly GroupByRule[]): string {
-  return rollupDocCountSql(rules.map(isMultiValued));
+  return rankedDocCountSql(rules.map(isMultiValued));
 }
 
 // --- (4) shaping -----------------------------------------------------------------------------------
@@ -252,13 +229,13 @@ export function countsByPath(rules: readonly GroupByRule[], rows: readonly Aggre
   for (const row of rows) {
     const depth = Number(row.depth);
     const path: (string | number)[] = [];
-    for (let i = 1; i <= depth; i++) path.push(normalizeKey(rules[i - 1], row[`k${i}`]));
+    for (let i = 1; i <= depth; i++) path.push(rules[i - 1].kind === 'date' ? Number(row[`k${i}`]) : String(row[`k${i}`]));
     byPath.set(pathKey(path), countsOf(row));
   }
   return (path) => byPath.get(pathKey(path)) ?? NO_COUNTS;
 }
 
-/** Rows -> the nested body. Pure; `took` is passed in. */
+/** Rows -> the nested body (src/query/shape.ts), with the metrics of every bucket when asked. Pure; `took` is passed in. */
 export function shapeAggregation(
   rules: readonly GroupByRule[],
   plans: readonly (HistogramPlan | undefined)[],
@@ -266,74 +243,27 @@ export function shapeAggregation(
   took: number,
   options: ShapeOptions = {},
 ): AggregationResult {
-  // children of each parent path (the JSON of its keys), with their own key and count
-  const children = new Map<string, { key: string | number; doc_count: number; other: number }[]>();
-  let total = 0;
-  for (const row of rows) {
-    const depth = Number(row.depth);
-    if (depth === 0) {
-      total = Number(row.doc_count);
-      continue;
+  const levels = rules.map((rule, i): ShapeLevel => {
+    switch (rule.kind) {
+      case 'date': return { kind: 'date', head: { field: rule.field }, plan: plans[i]! };
+      // The completion level always lists its three values, zeros included.
+      case 'completion': return { kind: 'terms', head: { field: rule.field }, fill: COMPLETION_VALUES };
+      case 'hidden_field': return { kind: 'terms', head: { field: rule.field, hidden_field_key: rule.key } };
+      case 'answer': return { kind: 'terms', head: { field: rule.field, question_id: rule.questionId } };
+      default: return { kind: 'terms', head: { field: rule.field } };
     }
-    const path = [];
-    for (let i = 1; i < depth; i++) path.push(normalizeKey(rules[i - 1], row[`k${i}`]));
-    const parent = pathKey(path);
-    const list = children.get(parent) ?? [];
-    list.push({ key: normalizeKey(rules[depth - 1], row[`k${depth}`]), doc_count: Number(row.doc_count), other: Number(row.other_doc_count) });
-    children.set(parent, list);
-  }
+  });
   const names = options.metrics ?? [];
   const counts = names.length ? countsByPath(rules, rows) : undefined;
-  const metricsAt = (path: BucketPath): Pick<Bucket, 'metrics'> =>
-    counts ? { metrics: shapeMetrics(names, counts(path), options.main?.(path)) } : {};
-
-  let emitted = 0;
-  const level = (depth: number, path: (string | number)[]): LevelResult => {
-    const rule = rules[depth];
-    const found = children.get(pathKey(path)) ?? [];
-    emitted += rule.kind === 'date' ? plans[depth]!.starts.length : Math.max(found.length, rule.kind === 'completion' ? 3 : 0);
-    if (emitted > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
-    const nested = (key: string | number): Pick<Bucket, 'metrics' | 'aggregations'> => ({
-      ...metricsAt([...path, key]),
-      ...(depth + 1 < rules.length ? { aggregations: level(depth + 1, [...path, key]) } : {}),
-    });
-
-    if (rule.kind === 'date') {
-      const plan = plans[depth]!;
-      const docs = new Map(found.map((c) => [c.key, c.doc_count]));
-      return {
-        field: rule.field,
-        interval: plan.interval,
-        buckets: plan.starts.map((start, i) => ({ key: formatMicros(start), doc_count: docs.get(i) ?? 0, ...nested(i) })),
-      };
-    }
-    let entries = found.map((c) => ({ key: String(c.key), doc_count: c.doc_count }));
-    if (rule.kind === 'completion') {
-      const present = new Set(entries.map((e) => e.key));
-      entries = [...entries, ...COMPLETION_VALUES.filter((c) => !present.has(c)).map((key) => ({ key, doc_count: 0 }))];
-    }
-    entries.sort((a, b) => b.doc_count - a.doc_count || byteOrder(a.key, b.key));
-    const head: Omit<Extract<LevelResult, { other_doc_count: number }>, 'buckets' | 'other_doc_count'> = { field: rule.field };
-    if (rule.kind === 'hidden_field') head.hidden_field_key = rule.key;
-    if (rule.kind === 'answer') head.question_id = rule.questionId;
-    return {
-      ...head,
-      buckets: entries.map((e) => ({ key: e.key, doc_count: e.doc_count, ...nested(e.key) })),
-      other_doc_count: found[0]?.other ?? 0,
-    };
-  };
-
-  return { took, hits: { total: { value: total } }, ...metricsAt([]), aggregations: level(0, []) };
-}
-
-function normalizeKey(rule: GroupByRule, raw: string | number | null | undefined): string | number {
-  return rule.kind === 'date' ? Number(raw) : String(raw);
+  const metricsAt = (path: BucketPath) => (counts ? { metrics: shapeMetrics(names, counts(path), options.main?.(path)) } : {});
+  const { top, aggregations } = shapeBuckets(levels, rows, [], MAX_RESPONSE_BUCKETS, tooManyBuckets, counts ? metricsAt : undefined);
+  return { took, hits: { total: { value: top.doc_count } }, ...metricsAt([]), aggregations: aggregations as LevelResult };
 }
 
 export interface AggregationOptions extends ReadOptions {
   /** The metrics of every bucket (metrics.ts). */
   metrics?: readonly MetricName[];
-  /** The series of the date levels, when the caller planned them (a comparison's, periods.ts). */
+  /** The series of the date levels, when the caller planned them (a comparison's: aggregation-request.ts). */
   plans?: readonly (HistogramPlan | undefined)[];
 }
 
@@ -343,8 +273,7 @@ export async function runAggregation(run: RunQuery, scope: Scope, rules: readonl
   const needBounds = options.plans ? [] : fieldsNeedingBounds(rules, scope.range);
   const bounds = needBounds.length ? readBounds(needBounds, (await (options.fresh ?? run)<Record<string, string | null>>(compileBounds(scope, needBounds)))[0]) : {};
   const plans = options.plans ? [...options.plans] : planLevels(rules, scope.range, bounds);
-  // The dense series alone (every date bucket under every date bucket) may already be too many.
-  if (plans.reduce((n, p) => n * (p ? Math.max(p.starts.length, 1) : 1), 1) > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
+  checkDenseBuckets(plans);
   // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
   const grain = options.rollups !== false && filtersServable(scope) && rulesServable(rules) && metricsServable(rules, metrics) ? grainOf(plans) : null;
   if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics)) };

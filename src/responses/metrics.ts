@@ -52,14 +52,11 @@ export const NO_COUNTS: MetricCounts = Object.freeze({
  * [[keys], [counts]] (counts as text: 64-bit integers are quoted).
  */
 type SumMapColumn = [unknown[], unknown[]] | Record<string, unknown[]> | null | undefined;
-export interface MetricRow {
-  m_nps?: SumMapColumn;
-  m_csat?: SumMapColumn;
-  m_ces?: SumMapColumn;
-  m_completion?: SumMapColumn;
-}
+/** A row with the m_<metric> columns (metricAggregates). */
+export type MetricRow = Readonly<Record<string, unknown>>;
 
-function pairs(column: SumMapColumn): [string, number][] {
+function pairs(value: unknown): [string, number][] {
+  const column = value as SumMapColumn;
   if (!column) return [];
   const [keys, counts] = (Array.isArray(column) ? column : Object.values(column)) as [unknown[], unknown[]];
   return keys.map((k, i) => [String(k), Number(counts[i])]);
@@ -68,7 +65,7 @@ function pairs(column: SumMapColumn): [string, number][] {
 /** A row's columns -> counts (whole-number scores only: the columns hold nothing else). */
 export function countsOf(row: MetricRow | undefined): MetricCounts {
   if (!row) return NO_COUNTS;
-  const scores = (column: SumMapColumn) => new Map(pairs(column).filter(([, n]) => n > 0).map(([k, n]) => [Number(k), n]));
+  const scores = (column: unknown) => new Map(pairs(column).filter(([, n]) => n > 0).map(([k, n]) => [Number(k), n]));
   const completion = { not_started: 0, partially_completed: 0, fully_completed: 0 };
   for (const [k, n] of pairs(row.m_completion)) if ((COMPLETION_VALUES as readonly string[]).includes(k)) completion[k as Completion] += n;
   return { nps: scores(row.m_nps), csat: scores(row.m_csat), ces: scores(row.m_ces), completion };

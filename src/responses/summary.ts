@@ -21,7 +21,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import { QUERY_SETTINGS, fromScope, type Scope } from './compile.ts';
-import { DASHBOARD_QUERY_CACHE_SETTINGS, pollingCachedEntry, queryRows, requestKey } from '../clickhouse/result-cache.ts';
+import { cachedRequest } from '../query/request-cache.ts';
 import { COMPLETION_VALUES } from './filters.ts';
 import { filtersServable, rawRemainderSql, rollupGroupsSql, rollupRowsSql, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
@@ -196,13 +196,11 @@ function counts(found: Record<string, number | string> | undefined): Record<stri
 
 /** SEARCH /1.0/survey/<survey_ids>/response/summary, for a parsed scope. */
 export async function summarize(client: ClickHouseClient, scope: Scope, options: ReadOptions = {}): Promise<{ summary: Summary; watermark: number }> {
-  // The request is cached as a whole (result-cache.ts); within it, the pending marks are read
-  // without any cache and the main query may use the engine's 3 s query cache (its SQL names the
-  // pending slices, so a cached result was computed with the same ones).
-  const run: RunQuery = (q) => queryRows(client, q, { ...QUERY_SETTINGS, ...DASHBOARD_QUERY_CACHE_SETTINGS });
-  const fresh: RunQuery = (q) => queryRows(client, q, QUERY_SETTINGS);
-  const { rows, at } = pollingCachedEntry(client, requestKey('summary', [scope, options]), () => runSummary(run, scope, { ...options, fresh }));
-  return { summary: shapeSummary((await rows)[0]), watermark: at };
+  // The request is cached as a whole (src/query/request-cache.ts); within it, the pending marks
+  // are read without any cache and the main query may use the engine's 3 s query cache (its SQL
+  // names the pending slices, so a cached result was computed with the same ones).
+  const { value: rows, at } = await cachedRequest(client, 'summary', [scope, options], QUERY_SETTINGS, ({ run, fresh }) => runSummary(run, scope, { ...options, fresh }));
+  return { summary: shapeSummary(rows[0]), watermark: at };
 }
 
 /** The summary row: from the rollup where it answers (rollups/read.ts), the raw table for the rest. */

@@ -5,7 +5,8 @@
  * sub-selects of EventSource (org guard included).
  */
 import type { EventFilterNode, JsonTest, Scalar } from './filters.ts';
-import { DT, type EventSource } from './source.ts';
+import type { EventSource } from './source.ts';
+import { DT64 } from '../../query/scope.ts';
 import type { ParamBag } from '../../clickhouse/sql.ts';
 
 export function compileEventFilter(node: EventFilterNode, source: EventSource): string {
@@ -110,7 +111,7 @@ export function jsonTestSql(test: JsonTest, json: JsonValueSql, bag: ParamBag): 
       // Only string values that look like an ISO date take part; the pattern is a constant.
       return (
         `(${json.type} = 'String' AND match(${json.string}, '${ISO_DATE_PREFIX}') AND ` +
-        `ifNull(parseDateTime64BestEffortOrNull(${json.string}, 6, 'UTC') ${cmp} ${bag.add(test.value, DT)}, false))`
+        `ifNull(parseDateTime64BestEffortOrNull(${json.string}, 6, 'UTC') ${cmp} ${bag.add(test.value, DT64)}, false))`
       );
     }
   }

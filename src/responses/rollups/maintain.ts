@@ -7,8 +7,8 @@
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
-import { ORG_SENTINEL, sliceOf, sliceRanges, sliceStartSql, type HourSlice, type Span } from './slices.ts';
-import { forgetPending } from './read.ts';
+import { sliceOf, sliceRanges, sliceStartSql, type HourSlice, type Span } from './slices.ts';
+import { ORG_SENTINEL, addMarks, takeBackAllMarks } from './pending.ts';
 
 const DT = "DateTime64(6, 'UTC')";
 /**
@@ -166,17 +166,6 @@ export async function recomputeSlices(client: ClickHouseClient, orgId: string, s
   await runChunked(client, orgId, parents(slices, 'month'), 'month', (ranges) => recomputeFromBelowSql('month', ranges));
 }
 
-async function addPending(client: ClickHouseClient, orgId: string, slices: readonly HourSlice[], delta: 1 | -1): Promise<void> {
-  forgetPending(orgId);
-  await client.insert({
-    table: 'survey_rollup_pending',
-    values: slices.map((s) => ({ org_id: orgId, survey_id: s.surveyId, hour: formatDbMicros(s.hour), pending: delta })),
-    format: 'JSONEachRow',
-    // Identical marks from two writers must both count (replicated tables deduplicate inserts).
-    clickhouse_settings: { insert_deduplicate: 0 },
-  });
-}
-
 /** The hour slices of the org in [from, to), found in the responses or in the rollup (a slice may have emptied). */
 async function slicesIn(client: ClickHouseClient, orgId: string, from: bigint | null, to: bigint | null): Promise<HourSlice[]> {
   const params: Record<string, unknown> = { org: orgId };
@@ -204,10 +193,10 @@ async function slicesIn(client: ClickHouseClient, orgId: string, from: bigint | 
  * pending. For writers that change many slices at once (`seed`) and for recovery (`rebuild`).
  */
 export async function withOrgMaintenance<T>(client: ClickHouseClient, orgId: string, write: () => Promise<T>, range: { from: bigint | null; to: bigint | null }): Promise<T> {
-  await addPending(client, orgId, [ORG_SENTINEL], 1);
+  await addMarks(client, orgId, [{ slice: ORG_SENTINEL, marks: 1 }]);
   const result = await write();
   await recomputeSlices(client, orgId, await slicesIn(client, orgId, range.from, range.to));
-  await addPending(client, orgId, [ORG_SENTINEL], -1);
+  await addMarks(client, orgId, [{ slice: ORG_SENTINEL, marks: -1 }]);
   return result;
 }
 
@@ -222,13 +211,7 @@ export async function rebuildOrg(client: ClickHouseClient, orgId: string): Promi
   await withOrgMaintenance(client, orgId, async () => {
     count = (await slicesIn(client, orgId, null, null)).length;
   }, { from: null, to: null });
-  await client.command({
-    query:
-      `INSERT INTO survey_rollup_pending (org_id, survey_id, hour, pending) ` +
-      `SELECT org_id, survey_id, hour, -sum(pending) FROM survey_rollup_pending WHERE org_id = {org:UUID} GROUP BY org_id, survey_id, hour HAVING sum(pending) != 0`,
-    query_params: { org: orgId },
-    clickhouse_settings: MAINTENANCE_SETTINGS,
-  });
+  await takeBackAllMarks(client, orgId, MAINTENANCE_SETTINGS);
   return { slices: count };
 }
 

@@ -25,9 +25,8 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Logger } from '../../log.ts';
-import { formatDbMicros } from '../../time/iso.ts';
 import { recomputeSlices } from './maintain.ts';
-import { forgetPending } from './read.ts';
+import { addMarks } from './pending.ts';
 import type { HourSlice } from './slices.ts';
 
 /** Writes arriving within this time of the first one share its round. */
@@ -144,16 +143,4 @@ export class RollupMaintainer {
     if (entry) entry.marks += d.marks;
     else org.set(key, { ...d });
   }
-}
-
-async function addMarks(client: ClickHouseClient, orgId: string, deltas: readonly { slice: HourSlice; marks: number }[]): Promise<void> {
-  forgetPending(orgId);
-  await client.insert({
-    table: 'survey_rollup_pending',
-    values: deltas.map((d) => ({ org_id: orgId, survey_id: d.slice.surveyId, hour: formatDbMicros(d.slice.hour), pending: d.marks })),
-    format: 'JSONEachRow',
-    // Two writes mark the same slices with identical blocks, and both marks must count: a
-    // replicated table (cluster mode) would otherwise drop the second as a duplicate insert.
-    clickhouse_settings: { insert_deduplicate: 0 },
-  });
 }

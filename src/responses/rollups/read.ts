@@ -27,7 +27,10 @@ import type { FilterNode } from '../filters.ts';
 import type { GroupByRule } from '../group-by.ts';
 import type { HistogramPlan } from '../../query/histogram.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
-import { MICROS_PER_DAY, MICROS_PER_HOUR, ORG_SENTINEL, ceilMonth, ceilTo, floorMonth, floorTo, sliceOf, sliceStartSql, type HourSlice, type Span } from './slices.ts';
+import { MAX_PENDING_SLICES, onMarksChanged, pendingOf, pendingSetSql, type Pending } from './pending.ts';
+
+export type { Pending } from './pending.ts';
+import { MICROS_PER_DAY, MICROS_PER_HOUR, ceilMonth, ceilTo, floorMonth, floorTo, sliceOf, sliceStartSql, type HourSlice, type Span } from './slices.ts';
 
 const DT = "DateTime64(6, 'UTC')";
 
@@ -40,8 +43,6 @@ export interface ReadOptions {
    */
   fresh?: RunQuery;
 }
-/** Past this many pending slices, the request reads survey_responses alone. */
-export const MAX_PENDING_SLICES = 500;
 /** Up to this many pending slices are OR-ed key ranges on the raw table; past it, one range and a slice set. */
 const MAX_PENDING_RANGES = 32;
 
@@ -83,37 +84,30 @@ export function grainOf(plans: readonly (HistogramPlan | undefined)[]): Span | n
   return grain;
 }
 
-export interface Pending {
-  org: boolean;
-  slices: HourSlice[];
-}
-
 /**
  * The pending set's fingerprint: the sorted "survey/hour" texts of its slices, joined; undefined
  * past FINGERPRINT_MAX_SLICES (such a set is not remembered, see runWithPending).
  */
 const FINGERPRINT_MAX_SLICES = 32;
 
-/** The slices whose maintenance is pending for the org: one small query on a table of in-flight marks. */
-export async function readPending(run: RunQuery, orgId: string): Promise<Pending & { fingerprint?: string }> {
+/** The pending set (pending.ts) with its fingerprint. */
+async function readPendingWithFingerprint(run: RunQuery, orgId: string): Promise<Pending & { fingerprint?: string }> {
   const rows = await run<{ s: string; h: string }>(compiled(
-    'SELECT toString(survey_id) AS s, toString(hour) AS h FROM survey_rollup_pending WHERE org_id = {org:UUID} ' +
-      `GROUP BY survey_id, hour HAVING sum(pending) != 0 LIMIT ${MAX_PENDING_SLICES + 1}`,
+    `SELECT toString(survey_id) AS s, toString(hour) AS h FROM (${pendingSetSql('{org:UUID}')}) LIMIT ${MAX_PENDING_SLICES + 1}`,
     { org: orgId },
   ));
-  const slices = rows.map((r) => ({ surveyId: r.s, hour: parseInstantMicros(r.h)! }));
-  const org = slices.length > MAX_PENDING_SLICES || slices.some((s) => s.surveyId === ORG_SENTINEL.surveyId && s.hour === ORG_SENTINEL.hour);
+  const pending = pendingOf(rows);
   // The same text as pendingFingerprintSql: UUID and DateTime64 texts are ASCII, so JS and the
   // engine sort them alike.
-  const fingerprint = org || rows.length > FINGERPRINT_MAX_SLICES ? undefined : rows.map((r) => `${r.s}/${r.h}`).sort().join(',');
-  return { org, slices: org ? [] : slices, fingerprint };
+  const fingerprint = pending.org || rows.length > FINGERPRINT_MAX_SLICES ? undefined : rows.map((r) => `${r.s}/${r.h}`).sort().join(',');
+  return { ...pending, fingerprint };
 }
 
 /** A scalar subquery: the org's pending set as readPending's fingerprint ('many' past the bound). */
 function pendingFingerprintSql(orgParam: string): string {
   return (
     `(SELECT if(count() > ${FINGERPRINT_MAX_SLICES}, 'many', arrayStringConcat(arraySort(groupArray(concat(toString(survey_id), '/', toString(hour)))), ',')) ` +
-    `FROM (SELECT survey_id, hour FROM survey_rollup_pending WHERE org_id = ${orgParam} GROUP BY survey_id, hour HAVING sum(pending) != 0))`
+    `FROM (${pendingSetSql(orgParam)}))`
   );
 }
 
@@ -121,14 +115,10 @@ function pendingFingerprintSql(orgParam: string): string {
 const lastPending = new Map<string, { pending: Pending; fingerprint: string }>();
 const LAST_PENDING_MAX_ORGS = 10_000;
 
-/**
- * This process changed the org's marks (a write or a recompute): its remembered set is stale, so
- * the next read reads the set first instead of running a query that would be found stale. Only
- * saves that query: correctness never depends on it (other processes change marks too).
- */
-export function forgetPending(orgId: string): void {
-  lastPending.delete(orgId.toLowerCase());
-}
+// This process changed the org's marks (a write or a recompute): its remembered set is stale, so
+// the next read reads the set first instead of running a query that would be found stale. Only
+// saves that query: correctness never depends on it (other processes change marks too).
+onMarksChanged((orgId) => lastPending.delete(orgId.toLowerCase()));
 
 /**
  * Runs a rollup-served read without a round trip of its own for the pending marks, when it can.
@@ -165,7 +155,7 @@ export async function runWithPending<R extends object>(
     }
     lastPending.delete(key);
   }
-  const { fingerprint, ...pending } = await readPending(fresh, orgId);
+  const { fingerprint, ...pending } = await readPendingWithFingerprint(fresh, orgId);
   if (fingerprint !== undefined) {
     if (lastPending.size >= LAST_PENDING_MAX_ORGS) lastPending.clear();
     lastPending.set(key, { pending, fingerprint });

@@ -1,0 +1,88 @@
+/**
+ * The pending-mark protocol of the rollups (schema/020-survey-rollups.sql), for its writers and its
+ * readers alike: the one module that writes or reads survey_rollup_pending.
+ *
+ * Invariant: a slice row of survey_rollup is trusted only while the marks of its hours sum to 0.
+ *   - A writer adds +1 to every hour slice it is about to change (addMarks) BEFORE it writes
+ *     survey_responses, and its recompute takes the marks back (addMarks with -n) only AFTER the
+ *     slices hold what survey_responses FINAL held when the recompute started.
+ *   - `tallyhouse seed` and `rollups rebuild` mark the whole org with ORG_SENTINEL for their
+ *     duration; a rebuild ends by taking back every mark of the org (takeBackAllMarksSql).
+ *   - A reader reads the set (readPending, or pendingSetSql inside its own query) before it reads
+ *     any slice row, and answers the pending hours (and the days and months holding them) from
+ *     survey_responses: a slice that cannot be trusted is never served.
+ * Marks are summed per slice (SummingMergeTree: merges drop the slices whose marks sum to 0), so
+ * the order in which writers and recomputes add them does not matter.
+ */
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import { compiled, type RunQuery } from '../../clickhouse/sql.ts';
+import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
+import type { HourSlice } from './slices.ts';
+
+/** The whole org, while `seed` or `rollups rebuild` runs: the mark readers check first. */
+export const ORG_SENTINEL: HourSlice = Object.freeze({ surveyId: '00000000-0000-0000-0000-000000000000', hour: parseInstantMicros('1900-01-01T00:00:00Z')! });
+
+/** Past this many pending slices, a read treats the whole org as pending (survey_responses alone). */
+export const MAX_PENDING_SLICES = 500;
+
+export interface Pending {
+  /** The whole org is pending (the sentinel, or more than MAX_PENDING_SLICES slices). */
+  org: boolean;
+  slices: HourSlice[];
+}
+
+/** Called with the org whenever this process changes its marks (pending-set caches listen). */
+const listeners = new Set<(orgId: string) => void>();
+export function onMarksChanged(listener: (orgId: string) => void): void {
+  listeners.add(listener);
+}
+
+/** Adds `marks` (+n before a write, -n once recomputed) to each slice's pending count. */
+export async function addMarks(client: ClickHouseClient, orgId: string, deltas: readonly { slice: HourSlice; marks: number }[]): Promise<void> {
+  if (deltas.length === 0) return;
+  for (const l of listeners) l(orgId);
+  await client.insert({
+    table: 'survey_rollup_pending',
+    values: deltas.map((d) => ({ org_id: orgId, survey_id: d.slice.surveyId, hour: formatDbMicros(d.slice.hour), pending: d.marks })),
+    format: 'JSONEachRow',
+    // Two writes mark the same slices with identical blocks, and both marks must count: a
+    // replicated table (cluster mode) would otherwise drop the second as a duplicate insert.
+    clickhouse_settings: { insert_deduplicate: 0 },
+  });
+}
+
+/**
+ * Takes back every mark of the org (the end of a rebuild, which has just recomputed every slice):
+ * marks left by interrupted writes included.
+ */
+export async function takeBackAllMarks(client: ClickHouseClient, orgId: string, settings: ClickHouseSettings = {}): Promise<void> {
+  for (const l of listeners) l(orgId);
+  await client.command({
+    query:
+      'INSERT INTO survey_rollup_pending (org_id, survey_id, hour, pending) ' +
+      'SELECT org_id, survey_id, hour, -sum(pending) FROM survey_rollup_pending WHERE org_id = {org:UUID} GROUP BY org_id, survey_id, hour HAVING sum(pending) != 0',
+    query_params: { org: orgId },
+    clickhouse_settings: settings,
+  });
+}
+
+/** The org's pending slices as a relation (survey_id, hour), for `orgParam` (a placeholder). */
+export function pendingSetSql(orgParam: string): string {
+  return `SELECT survey_id, hour FROM survey_rollup_pending WHERE org_id = ${orgParam} GROUP BY survey_id, hour HAVING sum(pending) != 0`;
+}
+
+/** The rows of readPending's query, turned into the set. */
+export function pendingOf(rows: readonly { s: string; h: string }[]): Pending {
+  const slices = rows.map((r) => ({ surveyId: r.s, hour: parseInstantMicros(r.h)! }));
+  const org = slices.length > MAX_PENDING_SLICES || slices.some((s) => s.surveyId === ORG_SENTINEL.surveyId && s.hour === ORG_SENTINEL.hour);
+  return { org, slices: org ? [] : slices };
+}
+
+/** The slices whose maintenance is pending for the org: one small query on a table of in-flight marks. */
+export async function readPending(run: RunQuery, orgId: string): Promise<Pending> {
+  const rows = await run<{ s: string; h: string }>(compiled(
+    `SELECT toString(survey_id) AS s, toString(hour) AS h FROM (${pendingSetSql('{org:UUID}')}) LIMIT ${MAX_PENDING_SLICES + 1}`,
+    { org: orgId },
+  ));
+  return pendingOf(rows);
+}
