@@ -72,10 +72,12 @@ export async function runAggregationRequest(run: RunQuery, scope: Scope, request
     ];
   }
   const [main, ...comparisons] = await Promise.all(periods);
-  // Releases of every date level of every period, in one read.
+  // Releases of every date level of every period, in one read: for a requested range (a series
+  // bounded by the data alone is not a chart's window; and an answer without a range stays the
+  // counts of the data, comparable from one service to another).
   const dated = [main, ...comparisons].flatMap((p) => p.plans.filter((plan): plan is HistogramPlan => plan !== undefined && plan.starts.length > 0));
   let releases: Release[] = [];
-  if (dated.length > 0) {
+  if (dated.length > 0 && scope.range !== undefined) {
     const from = dated.reduce((t, p) => (p.start < t ? p.start : t), dated[0].start);
     const to = dated.reduce((t, p) => (p.end > t ? p.end : t), dated[0].end);
     releases = (await (options.fresh ?? run)<Release>(compileReleasesBetween(scope.orgId, from, to, MAX_RELEASE_MARKS * (1 + comparisons.length)))).map(toRelease);
