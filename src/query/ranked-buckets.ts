@@ -48,7 +48,10 @@ export function checkDenseBuckets(plans: readonly ({ readonly starts: readonly u
 export interface RankedBucketsSpec {
   /** `FROM ... WHERE ...`: the scoped source (its placeholders are in the same ParamBag). */
   source: string;
-  /** One key expression per level (from code; values as placeholders). */
+  /**
+   * One key expression per level (from code; values as placeholders). Never one the engine can
+   * fold to a constant: it drops constant keys from GROUP BY, and grouping() of one then fails.
+   */
   keys: readonly string[];
   /** The doc_count expression (docCountSql). */
   count: string;
