@@ -50,7 +50,15 @@ export function compileReleasesBetween(orgId: string, from: bigint, to: bigint, 
 export async function findRelease(client: ClickHouseClient, orgId: string, id: string): Promise<Release | undefined> {
   const bag = new ParamBag();
   const source = fromReleases(orgId, bag);
-  return (await queryReleases(client, compiled(`SELECT ${RELEASE_COLUMNS} ${source} AND id = ${bag.add(id, 'UUID')} LIMIT 1`, bag)))[0];
+  // `id` in WHERE is the selected text (ClickHouse resolves aliases there), hence a String parameter.
+  return (await queryReleases(client, compiled(`SELECT ${RELEASE_COLUMNS} ${source} AND id = ${bag.add(id.toLowerCase(), 'String')} LIMIT 1`, bag)))[0];
+}
+
+/** The organization's newest release already released at `now` (µs), or undefined. */
+export async function findLatestRelease(client: ClickHouseClient, orgId: string, now: bigint): Promise<Release | undefined> {
+  const bag = new ParamBag();
+  const source = fromReleases(orgId, bag, { to: formatDbMicros(now) });
+  return (await queryReleases(client, compiled(`SELECT ${RELEASE_COLUMNS} ${source} ORDER BY released_at DESC, id LIMIT 1`, bag)))[0];
 }
 
 /**

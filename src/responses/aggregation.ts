@@ -255,7 +255,11 @@ export function shapeAggregation(
   });
   const names = options.metrics ?? [];
   const counts = names.length ? countsByPath(rules, rows) : undefined;
-  const metricsAt = (path: BucketPath) => (counts ? { metrics: shapeMetrics(names, counts(path), options.main?.(path)) } : {});
+  const metricsAt = (path: BucketPath) => {
+    if (!counts) return {};
+    const mine = counts(path);
+    return { metrics: shapeMetrics(names, mine, options.main ? { from: mine, to: options.main(path) } : undefined) };
+  };
   const { top, aggregations } = shapeBuckets(levels, rows, [], MAX_RESPONSE_BUCKETS, tooManyBuckets, counts ? metricsAt : undefined);
   return { took, hits: { total: { value: top.doc_count } }, ...metricsAt([]), aggregations: aggregations as LevelResult };
 }

@@ -18,7 +18,7 @@ import type { Scope } from './compile.ts';
 import { COMPLETION_VALUES, type Completion } from './filters.ts';
 import { isMultiValued, type GroupByRule } from './group-by.ts';
 import { rollupGroupsSql, rollupRowsSql, type GroupColumn, type RollupWindow } from './rollups/read.ts';
-import { SCALES, roundRatio } from './summary.ts';
+import { SCALES, roundRatio, type SummaryRow } from './summary.ts';
 
 export const METRIC_NAMES = ['nps', 'csat', 'ces', 'completion'] as const;
 export type MetricName = (typeof METRIC_NAMES)[number];
@@ -205,7 +205,7 @@ function completion(counts: MetricCounts): CompletionMetric {
  * it reads as the subtraction a user would do; `delta_ci95` and `significant` come from the exact
  * counts (`diff`). A side with nothing to compute from gives a null delta, not significant.
  */
-function change(main: number | null, other: number | null, diff: Difference | null, decimals: number): Change {
+function changeOf(main: number | null, other: number | null, diff: Difference | null, decimals: number): Change {
   return {
     delta: main === null || other === null ? null : round(main - other, decimals),
     delta_ci95: diff ? roundInterval(diff.ci95, decimals) : null,
@@ -213,45 +213,63 @@ function change(main: number | null, other: number | null, diff: Difference | nu
   };
 }
 
+/** A change between two sets of responses: the figures of `to` minus those of `from`. */
+export interface MetricChange {
+  readonly from: MetricCounts;
+  readonly to: MetricCounts;
+}
+
 /**
- * The metrics asked for, of `counts`. With `main` (`counts` is a comparison's, main the counts of
- * the same bucket of the main range), each also carries its change: main minus this.
+ * The metrics asked for, of `counts`; with `change`, each also carries the change from
+ * `change.from` to `change.to` (a comparison: from itself to the main range; a release: from
+ * before to after it).
  */
-export function shapeMetrics(names: readonly MetricName[], counts: MetricCounts, main?: MetricCounts): Metrics {
+export function shapeMetrics(names: readonly MetricName[], counts: MetricCounts, change?: MetricChange): Metrics {
   const out: Metrics = {};
   for (const name of names) {
     switch (name) {
       case 'nps': {
         const m = nps(counts);
-        if (!main) out.nps = m;
+        if (!change) out.nps = m;
         else {
-          const x = nps(main);
-          const diff = npsDifference({ promotors: x.promotor, detractors: x.detractor, total: x.total }, { promotors: m.promotor, detractors: m.detractor, total: m.total });
-          out.nps = { ...m, ...change(x.score, m.score, diff, SCORE_DECIMALS) };
+          const [a, b] = [nps(change.to), nps(change.from)];
+          const diff = npsDifference({ promotors: a.promotor, detractors: a.detractor, total: a.total }, { promotors: b.promotor, detractors: b.detractor, total: b.total });
+          out.nps = { ...m, ...changeOf(a.score, b.score, diff, SCORE_DECIMALS) };
         }
         break;
       }
       case 'csat':
       case 'ces': {
         const m = mean(name, counts);
-        out[name] = main ? { ...m, ...change(mean(name, main).avg, m.avg, meanDifference(momentsOf(main[name]), momentsOf(counts[name])), SCORE_DECIMALS) } : m;
+        out[name] = change
+          ? { ...m, ...changeOf(mean(name, change.to).avg, mean(name, change.from).avg, meanDifference(momentsOf(change.to[name]), momentsOf(change.from[name])), SCORE_DECIMALS) }
+          : m;
         break;
       }
       case 'completion': {
         const m = completion(counts);
-        if (!main) out.completion = m;
+        if (!change) out.completion = m;
         else {
           const diff = proportionDifference(
-            { successes: main.completion.fully_completed, n: respondents(main) },
-            { successes: counts.completion.fully_completed, n: respondents(counts) },
+            { successes: change.to.completion.fully_completed, n: respondents(change.to) },
+            { successes: change.from.completion.fully_completed, n: respondents(change.from) },
           );
-          out.completion = { ...m, ...change(completion(main).rate, m.rate, diff, RATE_DECIMALS) };
+          out.completion = { ...m, ...changeOf(completion(change.to).rate, completion(change.from).rate, diff, RATE_DECIMALS) };
         }
         break;
       }
     }
   }
   return out;
+}
+
+/** The counts of a summary row (summary.ts): its score maps and completion counts. */
+export function countsOfSummary(row: SummaryRow | undefined): MetricCounts {
+  if (!row) return NO_COUNTS;
+  const scores = (m: Record<string, number | string>) => new Map(Object.entries(m).map(([k, n]) => [Number(k), Number(n)] as const).filter(([, n]) => n > 0));
+  const completion = { not_started: 0, partially_completed: 0, fully_completed: 0 };
+  for (const c of COMPLETION_VALUES) completion[c] = Number(row.completion_counts?.[c] ?? 0);
+  return { nps: scores(row.nps_counts ?? {}), csat: scores(row.csat_counts ?? {}), ces: scores(row.ces_counts ?? {}), completion };
 }
 
 // --- the answer schema (OpenAPI, and the tests' check of live answers) -------------------------------

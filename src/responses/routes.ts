@@ -246,7 +246,7 @@ const EXAMPLE_SUMMARY = {
   supports: { email: 1 },
 };
 
-const EXAMPLE_NPS = { score: 100, detractor: 0, neutral: 0, promotor: 1, total: 1, ci95: [-36.69, 100] };
+const EXAMPLE_NPS = { score: 100, detractor: 0, neutral: 0, promotor: 1, total: 1, ci95: [-48.5, 98.5] };
 const EXAMPLE_COMPLETION = { not_started: 0, partially_completed: 0, fully_completed: 1, rate: 1, ci95: [0.2065, 1] };
 const NO_NPS = { score: null, detractor: 0, neutral: 0, promotor: 0, total: 0, ci95: null };
 const NO_COMPLETION = { not_started: 0, partially_completed: 0, fully_completed: 0, rate: null, ci95: null };
