@@ -18,6 +18,7 @@ import { CSV_COLUMNS, exportResponses } from './export.ts';
 import { EXPORT_CONTENT_TYPE, exportFormatOf } from '../query/export.ts';
 import { RollupMaintainer } from './rollups/maintainer.ts';
 import { insertResponses } from './store.ts';
+import { Tombstones } from './tombstones.ts';
 import { ResponseDeleter } from './delete.ts';
 import { summarize } from './summary.ts';
 
@@ -58,7 +59,8 @@ export function responsesFeature(deps: AppDeps): Feature {
   const client = () => deps.db.client();
   const keys = new IdempotencyStore(client, () => deps.db.cluster !== undefined);
   const rollups = new RollupMaintainer(client, deps.log);
-  const deleter = new ResponseDeleter(() => deps.db, rollups, deps.log);
+  const tombstones = new Tombstones(client);
+  const deleter = new ResponseDeleter(() => deps.db, rollups, tombstones, deps.log);
   return {
     routes: [
       defineRoute<v.InferOutput<typeof responseBatchSchema>>({
@@ -73,7 +75,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         body: { schema: responseBatchSchema, parse: (raw, auth) => parseResponseBatch(raw, auth.orgId), limitBytes, example: [EXAMPLE_RECORD] },
         success: { status: 200, description: 'Stored (inserted or replaced)', schema: writeResultSchema, example: { count: 1 } },
         errors: [400, 401, 403, 409, 413, 415, 429, 503],
-        handler: idempotent(keys, 'writeSurveyResponses', 200, async ({ auth, body }) => ({ count: await insertResponses(deps.db, auth.orgId, body, rollups) })),
+        handler: idempotent(keys, 'writeSurveyResponses', 200, async ({ auth, body }) => ({ count: await insertResponses(deps.db, auth.orgId, body, { rollups, tombstones }) })),
       }),
       defineRoute({
         operationId: 'deleteSurveyResponse',
