@@ -33,6 +33,7 @@ import { fromScope, type Scope } from './compile.ts';
 import { COMPLETION_VALUES, queryScopeEntries } from './filters.ts';
 import { ignored, jsonObject } from '../validation.ts';
 import { compareSchema } from '../metrics/compare.ts';
+import { answerGroupFilter, answersCompleteColumn, completeRows } from './answer-rollups.ts';
 import type { ReleaseMark } from '../releases/marks.ts';
 import {
   GROUP_METRIC_ROW, NO_COUNTS, RAW_METRIC_ROW, WEIGHTED_METRIC_ROW, countsOf, metricAggregates, metricRowColumns, metricsSchema, metricsServable, rollupMetricGroupsSql,
@@ -147,7 +148,9 @@ export function compileAggregation(
     const weighted = weightedSource(scope, rules, plans, rollup, source, bag, metrics);
     const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
     // Rollup-served metrics have no multi-valued level (metricsServable): every row counts in full.
-    return compiled(compileRankedBuckets({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit }), bag);
+    const ranked = compileRankedBuckets({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit });
+    const check = answersCompleteColumn(scope, rollup, bag);
+    return compiled(check ? `SELECT *${check} FROM (${ranked})` : ranked, bag);
   }
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
@@ -279,8 +282,11 @@ export async function runAggregation(run: RunQuery, scope: Scope, rules: readonl
   const plans = options.plans ? [...options.plans] : planLevels(rules, scope.range, bounds);
   checkDenseBuckets(plans);
   // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
-  const grain = options.rollups !== false && filtersServable(scope) && rulesServable(rules) && metricsServable(rules, metrics) ? grainOf(plans) : null;
+  // An answer filter's groups hold no other question's answers: no `answer` level with it (answer-rollups.ts).
+  const answerFiltered = answerGroupFilter(scope) !== undefined && rules.some((r) => r.kind === 'answer');
+  const grain = options.rollups !== false && filtersServable(scope) && !answerFiltered && rulesServable(rules) && metricsServable(rules, metrics) ? grainOf(plans) : null;
   if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics)) };
   const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, grain) ?? undefined, metrics);
-  return { plans, rows: (await runWithPending<AggregationRow>(run, options.fresh ?? run, scope.orgId, compile))! };
+  const rows = (await runWithPending<AggregationRow>(run, options.fresh ?? run, scope.orgId, compile))!;
+  return { plans, rows: completeRows(rows) ?? (await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics))) };
 }
