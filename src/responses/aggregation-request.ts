@@ -14,9 +14,8 @@ import { cachedRequest } from '../query/request-cache.ts';
 import { invalid } from '../errors.ts';
 import { planComparisons, type CompareSpec, type MicrosRange } from '../metrics/compare.ts';
 import { formatDbMicros, formatMicros, parseInstantMicros, type HistogramPlan } from '../query/histogram.ts';
-import { MAX_RELEASE_MARKS, releaseMarks } from '../releases/marks.ts';
+import { markReleases, releasesForSeries } from '../releases/marks.ts';
 import type { Release } from '../releases/schema.ts';
-import { compileReleasesBetween, toRelease } from '../releases/store.ts';
 import {
   countsByPath, planLevels, runAggregation, shapeAggregation, type AggregationResult, type AggregationRow, type LevelResult,
 } from './aggregation.ts';
@@ -72,25 +71,10 @@ export async function runAggregationRequest(run: RunQuery, scope: Scope, request
     ];
   }
   const [main, ...comparisons] = await Promise.all(periods);
-  // Releases of every date level of every period, in one read: for a requested range (a series
-  // bounded by the data alone is not a chart's window; and an answer without a range stays the
-  // counts of the data, comparable from one service to another).
-  const dated = [main, ...comparisons].flatMap((p) => p.plans.filter((plan): plan is HistogramPlan => plan !== undefined && plan.starts.length > 0));
-  let releases: Release[] = [];
-  if (dated.length > 0 && scope.range !== undefined) {
-    const from = dated.reduce((t, p) => (p.start < t ? p.start : t), dated[0].start);
-    const to = dated.reduce((t, p) => (p.end > t ? p.end : t), dated[0].end);
-    releases = (await (options.fresh ?? run)<Release>(compileReleasesBetween(scope.orgId, from, to, MAX_RELEASE_MARKS * (1 + comparisons.length)))).map(toRelease);
-  }
+  // Releases of every date level of every period, in one read.
+  const plans = [main, ...comparisons].flatMap((p) => p.plans);
+  const releases = await releasesForSeries(options.fresh ?? run, scope.orgId, scope.range, plans, 1 + comparisons.length);
   return { main, comparisons, releases };
-}
-
-/** Adds `releases` to every date level of a shaped tree that has some in its range. */
-function markReleases(level: LevelResult, plans: readonly (HistogramPlan | undefined)[], releases: readonly Release[], depth = 0): LevelResult {
-  const plan = plans[depth];
-  const marks = plan && releases.length > 0 ? releaseMarks(releases, plan) : [];
-  for (const bucket of level.buckets) if (bucket.aggregations) bucket.aggregations = markReleases(bucket.aggregations, plans, releases, depth + 1);
-  return marks.length > 0 ? ({ ...level, releases: marks } as LevelResult) : level;
 }
 
 /** The rows -> the answer: the main tree, then each comparison's with the change of every metric. */
