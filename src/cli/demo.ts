@@ -18,8 +18,10 @@ export interface Demo {
 }
 
 const DEMO_RESPONSES = 5000;
-/** About 200 users (user-1 .. user-200) over 30 days, the ingest bench's mix. */
+/** 200 users (user-1 .. user-200) over 30 days, the ingest bench's mix. */
 const DEMO_EVENTS = 20_000;
+/** The event users are the respondents too, so the README's feedback-cohort examples answer something. */
+const DEMO_USERS = 200;
 
 /**
  * First run on an empty embedded data directory: a demo organization with one token per scope and
@@ -43,9 +45,9 @@ export async function ensureDemo(db: Database, dataDir: string, log: Logger): Pr
   const orgId = randomUUID();
   const tokens = await mintAll(db, orgId);
   log.info({ msg: 'seeding demo survey responses', responses: DEMO_RESPONSES });
-  const seeded = await seedResponses(db.client(), { orgId, responses: DEMO_RESPONSES, surveys: 3, days: 30 });
+  const seeded = await seedResponses(db.client(), { orgId, responses: DEMO_RESPONSES, surveys: 3, days: 30, respondents: DEMO_USERS, eventUsers: true });
   log.info({ msg: 'seeding demo events', events: DEMO_EVENTS });
-  await seedEvents(db.client(), { orgId, events: DEMO_EVENTS, days: 30 });
+  await seedEvents(db.client(), { orgId, events: DEMO_EVENTS, days: 30, users: DEMO_USERS });
   // A release in the middle of the data: the histograms mark it, and `/1.0/release/latest/impact` compares the 14 days around it.
   await createRelease(db.client(), orgId, { name: 'Demo release', version: '1.0.0', description: '', tags: ['demo'], released_at: fromMillis(Date.now() - 15 * 86_400_000) });
   const demo: Demo = { org_id: orgId, tokens, survey_ids: seeded.surveyIds };
