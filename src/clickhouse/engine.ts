@@ -21,11 +21,11 @@ import type { Logger } from '../log.ts';
 export const ENGINE_KEY_HEADER = 'X-Tallyhouse-Engine-Key';
 
 /**
- * Seconds the engine keeps an idle keep-alive connection open. The engine's stop waits for idle
- * connections until they time out, so another client's idle pooled socket (a CLI, a bench, a
- * second service on the same DATA_DIR) held the service's exit for the engine's default (5 s).
- * The engine's clients close their idle sockets sooner (EMBEDDED_IDLE_SOCKET_TTL_MS), so they
- * never send a request on a socket the engine is closing.
+ * Seconds the engine keeps an idle keep-alive connection open (its default is 30). The engine's
+ * stop waits for idle connections to time out, up to 5 s: another client's idle pooled socket (a
+ * CLI, a bench, a second service on the same DATA_DIR) held the service's exit that long. The
+ * engine's clients drop their idle sockets sooner (EMBEDDED_IDLE_SOCKET_TTL_MS), so they never
+ * send a request on a socket the engine is closing.
  */
 export const ENGINE_KEEP_ALIVE_TIMEOUT_S = 1;
 

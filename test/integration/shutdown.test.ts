@@ -174,7 +174,8 @@ describe('graceful shutdown of tallyhouse serve (real signals)', function () {
         res.on('end', () => resolve(String(res.headers['keep-alive'])));
       }).on('error', reject),
     );
-    // The engine waits for idle connections until this timeout when it stops (the engine's default: 5 s).
+    // The engine's stop waits for idle connections until this timeout (its default, 30 s: the stop
+    // then waited 5 s).
     expect(keepAlive).to.match(new RegExp(`^timeout=${ENGINE_KEEP_ALIVE_TIMEOUT_S}\\b`));
     svc.child.kill('SIGTERM');
     const exit = await svc.exited;
