@@ -54,13 +54,15 @@ export function answerGroupsSql(scope: Scope, w: RollupWindow, bag: ParamBag): s
     `${only('a_language')} AS language`, `${padded('a_support')} AS hf_support`, `${only('a_responses')} AS x_rows`,
     `${padded('a_nps')} AS x_nps`, `${padded('a_csat')} AS x_csat`, `${padded('a_ces')} AS x_ces`,
   ];
-  const rows = rollupRowsSql({ ...scope, filters: found.dimensions }, w, bag, arrays.join(', '));
+  // Slice rows without the question hold none of its groups: skipped before their arrays are filtered.
+  const rows = `${rollupRowsSql({ ...scope, filters: found.dimensions }, w, bag, arrays.join(', '))} AND has(a_question_id, ${q})`;
   return `SELECT survey_id, start AS created_at, channel_id, completion, end_reason, language, hf_support, x_rows, x_nps, x_csat, x_ces ${rows}`;
 }
 
-/** A scalar: 1 when every slice row of the window holds its score arrays (schema/110), else 0. */
+/** A scalar: 1 when every slice row of the window holding the question holds its score arrays (schema/110), else 0. */
 export function answersCompleteSql(scope: Scope, w: RollupWindow, bag: ParamBag): string {
-  return `(SELECT countIf(length(a_nps) != length(a_question_id)) = 0 ${rollupRowsSql({ ...scope, filters: [] }, w, bag)})`;
+  const q = bag.add(answerGroupFilter(scope)!.answer.question, 'String');
+  return `(SELECT countIf(length(a_nps) != length(a_question_id)) = 0 ${rollupRowsSql({ ...scope, filters: [] }, w, bag)} AND has(a_question_id, ${q}))`;
 }
 
 /** The column carrying answersCompleteSql, for a query of a scope the answer groups serve ('' otherwise). */
