@@ -28,7 +28,7 @@
  */
 import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
 import { propertyValue } from '../read/compile.ts';
-import { PERIODS, analysisSource, groupsSql, perUserSql, stepSql, type AnalysisScope, type Period, type StepNode } from './steps.ts';
+import { PERIODS, analysisSource, groupsSql, perUserSql, scanUserColumns, stepSql, type AnalysisScope, type Period, type StepNode } from './steps.ts';
 
 export const FUNNEL_ORDERS = ['ordered', 'strict', 'any'] as const;
 export type FunnelOrder = (typeof FUNNEL_ORDERS)[number];
@@ -121,7 +121,7 @@ export function compileFunnel(q: FunnelQuery): CompiledQuery {
 
   // The scan: the events of the steps (strict: every event of the users with a step-1 event).
   const cols = [
-    'user_id', 'user_alias', 'anonymous AS anon', 'toUnixTimestamp64Milli(timestamp) AS t', `${mask} AS m`,
+    scanUserColumns(q), 'toUnixTimestamp64Milli(timestamp) AS t', `${mask} AS m`,
     ...(bvExpr ? [`${bvExpr} AS v`] : []),
     ...(byOrder ? ['toUnixTimestamp64Milli(received_at) AS r', 'seq', 'event_id'] : []),
   ];

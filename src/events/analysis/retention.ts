@@ -18,7 +18,7 @@ import { cachedRequest } from '../../query/request-cache.ts';
 import { DT64 } from '../../query/scope.ts';
 import { READ_SETTINGS } from '../../query/settings.ts';
 import {
-  PERIODS, PERIOD_NAMES, analysisScopeEntries, analysisSource, groupsSql, perUserSql, periodStartText, stepSchema, stepSql,
+  PERIODS, PERIOD_NAMES, analysisScopeEntries, analysisSource, groupsSql, perUserSql, periodStartText, scanUserColumns, stepSchema, stepSql,
   type AnalysisScope, type Period, type StepNode,
 } from './steps.ts';
 
@@ -68,7 +68,7 @@ export function compileRetention(q: RetentionQuery): CompiledQuery {
     ? ''
     : ` AND timestamp < toDateTime64(${({ day: 'addDays', week: 'addWeeks', month: 'addMonths' } as const)[q.period]}(${periodStart}(${bag.add(q.range.end, DT64)}), ${bag.add(q.periods + 1, 'UInt32')}), 3, 'UTC')`;
   const scan =
-    `SELECT user_id, user_alias, anonymous AS anon, timestamp, toInt32(${index}(timestamp)) AS p, (${startSql}${inRange}) AS st, ${returnSql} AS rt ` +
+    `SELECT ${scanUserColumns(q)}, timestamp, toInt32(${index}(timestamp)) AS p, (${startSql}${inRange}) AS st, ${returnSql} AS rt ` +
     `FROM events WHERE ${source.where()}${returnsEnd}${q.return === 'any' ? '' : ` AND (${startSql} OR ${returnSql})`}`;
   const users = perUserSql(scan, {
     known: `minIf(p, st) AS c, ${periodStart}(minIf(timestamp, st)) AS cstart, groupUniqArrayIf(p, rt) AS rp`,

@@ -81,17 +81,27 @@ export function groupsSql(scope: AnalysisScope, bag: ParamBag): string {
 }
 
 /**
- * One row per user, from `scan` (a SELECT with `user_id, user_alias, anonymous AS anon` and what
- * the columns read; `anon`: an output alias named like a column would be what WHERE reads): known users grouped by user_id with the aggregate columns `known` (and `having`),
- * each anonymous event (that passes `anonymousWhere`) a row of its own with the plain columns
- * `anonymous`, which compute the same values for a user of one event.
+ * The user columns of a scan: `user_id`, `alias` (the user_alias, read only when a split cohort
+ * matches aliases; '' otherwise) and `anon` (output names that are no column's, since WHERE would
+ * read an output alias named like a column instead of the column).
+ */
+export function scanUserColumns(scope: AnalysisScope): string {
+  const needAlias = scope.split.some((s) => s.cohort.kind === 'survey');
+  return `user_id, ${needAlias ? 'user_alias' : "''"} AS alias, anonymous AS anon`;
+}
+
+/**
+ * One row per user (`user_id, user_alias, anonymous` and the columns given), from `scan` (a SELECT
+ * starting with scanUserColumns): known users grouped by user_id with the aggregate columns
+ * `known` (and `having`), each anonymous event (that passes `anonymousWhere`) a row of its own with
+ * the plain columns `anonymous`, which compute the same values for a user of one event.
  */
 export function perUserSql(scan: string, columns: { known: string; anonymous: string; having?: string; anonymousWhere?: string }): string {
   const having = columns.having ? ` HAVING ${columns.having}` : '';
   const anonymousWhere = columns.anonymousWhere ? ` AND ${columns.anonymousWhere}` : '';
   return (
-    `SELECT user_id, any(user_alias) AS user_alias, toUInt8(0) AS anonymous, ${columns.known} FROM (${scan}) WHERE anon = 0 GROUP BY user_id${having} ` +
-    `UNION ALL SELECT user_id, user_alias, toUInt8(1) AS anonymous, ${columns.anonymous} FROM (${scan}) WHERE anon = 1${anonymousWhere}`
+    `SELECT user_id, any(alias) AS user_alias, toUInt8(0) AS anonymous, ${columns.known} FROM (${scan}) WHERE anon = 0 GROUP BY user_id${having} ` +
+    `UNION ALL SELECT user_id, alias AS user_alias, toUInt8(1) AS anonymous, ${columns.anonymous} FROM (${scan}) WHERE anon = 1${anonymousWhere}`
   );
 }
 
