@@ -12,13 +12,11 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
-import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
+import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
 import { jsonObject } from '../../validation.ts';
-import { cachedRequest } from '../../query/request-cache.ts';
 import { DT64 } from '../../query/scope.ts';
-import { READ_SETTINGS } from '../../query/settings.ts';
 import {
-  PERIODS, PERIOD_NAMES, analysisScopeEntries, analysisSource, groupsSql, perUserSql, periodStartText, scanUserColumns, stepSchema, stepSql,
+  PERIODS, PERIOD_NAMES, analysisScopeEntries, answerAnalysis, analysisSource, groupsSql, perUserSql, periodStartText, scanUserColumns, stepSchema, stepSql,
   type AnalysisScope, type Period, type StepNode,
 } from './steps.ts';
 
@@ -109,12 +107,6 @@ export function shapeRetention(q: RetentionQuery, rows: readonly RetentionRow[],
   };
 }
 
-export function runRetention(run: RunQuery, q: RetentionQuery): Promise<RetentionRow[]> {
-  return run<RetentionRow>(compileRetention(q));
-}
-
-export async function retention(client: ClickHouseClient, q: RetentionQuery): Promise<RetentionResult> {
-  const started = performance.now();
-  const { value: rows } = await cachedRequest(client, 'event retention', q, READ_SETTINGS, ({ run }) => runRetention(run, q));
-  return shapeRetention(q, rows, Math.round(performance.now() - started));
+export function retention(client: ClickHouseClient, q: RetentionQuery): Promise<RetentionResult> {
+  return answerAnalysis(client, 'event retention', q, compileRetention, shapeRetention);
 }

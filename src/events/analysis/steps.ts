@@ -9,9 +9,12 @@
  * own row at once, without the GROUP BY: grouping ids that never repeat would cost one hash entry
  * per anonymous event for nothing. Both kinds of rows then go through the same SQL.
  */
+import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { maxChars } from '../../chars.ts';
-import type { ParamBag } from '../../clickhouse/sql.ts';
+import type { CompiledQuery, ParamBag } from '../../clickhouse/sql.ts';
+import { cachedRequest } from '../../query/request-cache.ts';
+import { READ_SETTINGS } from '../../query/settings.ts';
 import { MAX_FILTERS } from '../../query/filter-args.ts';
 import { jsonObject } from '../../validation.ts';
 import { compileEventFilter } from '../read/compile.ts';
@@ -116,3 +119,16 @@ export const PERIOD_NAMES = Object.keys(PERIODS) as Period[];
 
 /** A period start as the engine prints a Date ('2026-11-02') -> the API's instant text. */
 export const periodStartText = (date: string) => `${date}T00:00:00.000000Z`;
+
+/** An analysis answered: its one compiled query, run once per polling window for identical requests, shaped. */
+export async function answerAnalysis<Q, Row, Answer>(
+  client: ClickHouseClient,
+  kind: string,
+  q: Q,
+  compile: (q: Q) => CompiledQuery,
+  shape: (q: Q, rows: Row[], took: number) => Answer,
+): Promise<Answer> {
+  const started = performance.now();
+  const { value: rows } = await cachedRequest(client, kind, q, READ_SETTINGS, ({ run }) => run<Row>(compile(q)));
+  return shape(q, rows, Math.round(performance.now() - started));
+}
