@@ -4,8 +4,8 @@
  * their time from the previous step.
  *
  * Per user, the events in range that match a step (every event, in strict order) are sorted in
- * the event order of the service (timestamp, then reception: received_at, seq, event_id), each
- * with the bit mask of the steps it matches. Then one pass per step over that array, each a few
+ * the event order of the service (timestamp, then reception: received_at, seq), each with the bit
+ * mask of the steps it matches. Then one pass per step over that array, each a few
  * array functions of the engine (arrayFill, arrayMap, arrayFirst: vectorized, no per-event
  * lambda state):
  *
@@ -123,7 +123,7 @@ export function compileFunnel(q: FunnelQuery): CompiledQuery {
   const cols = [
     scanUserColumns(q), 'toUnixTimestamp64Milli(timestamp) AS t', `${mask} AS m`,
     ...(bvExpr ? [`${bvExpr} AS v`] : []),
-    ...(byOrder ? ['toUnixTimestamp64Milli(received_at) AS r', 'seq', 'event_id'] : []),
+    ...(byOrder ? ['toUnixTimestamp64Milli(received_at) AS r', 'seq'] : []),
   ];
   let where = source.where();
   if (q.order === 'strict') {
@@ -133,19 +133,24 @@ export function compileFunnel(q: FunnelQuery): CompiledQuery {
     where += ` AND (${stepConds.join(' OR ')})`;
   }
   const scan = `SELECT ${cols.join(', ')} FROM events WHERE ${where}`;
-  const tuple = `tuple(t, m${bvExpr ? ', v' : ''}${byOrder ? ', r, seq, event_id' : ''})`;
-  const vAt = bvExpr ? 3 : 0;
-  const sortKey = byOrder ? `(x.1, x.${vAt ? 4 : 3}, x.${vAt ? 5 : 4}, x.${vAt ? 6 : 5})` : 'x.1';
-  const users = perUserSql(scan, { known: `arraySort(x -> ${sortKey}, groupArray(${tuple})) AS evs`, anonymous: `[${tuple}] AS evs` });
+  // A user's events sorted as tuples (lexicographically): ordered and strict in the event order
+  // (timestamp, received_at, seq), then by mask and value, which only decide between events that
+  // cannot be told apart otherwise (two requests received in the same millisecond, same position)
+  // and give the answer one value; any order needs the timestamps only.
+  const fields = byOrder ? ['t', 'r', 'seq', 'm'] : ['t', 'm'];
+  if (bvExpr) fields.push('v');
+  const at = (name: string) => `x.${fields.indexOf(name) + 1}`;
+  const tuple = `tuple(${fields.join(', ')})`;
+  const users = perUserSql(scan, { known: `arraySort(groupArray(${tuple})) AS evs`, anonymous: `[${tuple}] AS evs` });
 
   // One row per user (and breakdown value): times and masks; with a breakdown, step 1 counts only
   // the events of that value, so a user is in the funnel of each value they started from; and one
   // more row per user for the whole funnel.
   const perValue = bvExpr
-    ? `SELECT user_id, user_alias, anonymous, bv, arrayMap(x -> x.1, evs) AS ts, ` +
-      `arrayMap(x -> if(bv.1 = 2 OR x.${vAt} = bv, x.2, bitAnd(x.2, 65534)), evs) AS ms FROM (${users}) ` +
-      `ARRAY JOIN arrayPushFront(arrayDistinct(arrayMap(x -> x.${vAt}, arrayFilter(x -> bitTest(x.2, 0), evs))), ${WHOLE}) AS bv`
-    : `SELECT user_id, user_alias, anonymous, 0 AS bv, arrayMap(x -> x.1, evs) AS ts, arrayMap(x -> x.2, evs) AS ms FROM (${users})`;
+    ? `SELECT user_id, user_alias, anonymous, bv, arrayMap(x -> ${at('t')}, evs) AS ts, ` +
+      `arrayMap(x -> if(bv.1 = 2 OR ${at('v')} = bv, ${at('m')}, bitAnd(${at('m')}, 65534)), evs) AS ms FROM (${users}) ` +
+      `ARRAY JOIN arrayPushFront(arrayDistinct(arrayMap(x -> ${at('v')}, arrayFilter(x -> bitTest(${at('m')}, 0), evs))), ${WHOLE}) AS bv`
+    : `SELECT user_id, user_alias, anonymous, 0 AS bv, arrayMap(x -> ${at('t')}, evs) AS ts, arrayMap(x -> ${at('m')}, evs) AS ms FROM (${users})`;
 
   const levels = levelStages(perValue, k, q.order, windowParam);
   const out = ['grp', ...(bvExpr ? ['bv'] : [])];

@@ -6,14 +6,15 @@
  *
  * The range bounds the start events; return events are read up to the end of the N-th period
  * after the range's last period (a period not over yet counts what happened so far). Per user,
- * one GROUP BY gives the first start's period and the set of periods with a return event; the
- * cohorts are then counted from those rows. An anonymous event is a user of its own: it can start
+ * one GROUP BY gives the first start's period and the periods with a return event (returnPeriods);
+ * the cohorts are then counted from those rows. An anonymous event is a user of its own: it can start
  * a cohort, and never comes back.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
 import { jsonObject } from '../../validation.ts';
+import { parseInstantMicros } from '../../query/histogram.ts';
 import { DT64 } from '../../query/scope.ts';
 import {
   PERIODS, PERIOD_NAMES, analysisScopeEntries, answerAnalysis, analysisSource, groupsSql, perUserSql, periodStartText, scanUserColumns, stepSchema, stepSql,
@@ -54,6 +55,44 @@ export interface RetentionRow {
   returned: (number | string)[];
 }
 
+/** The relative period number of an instant (µs since the epoch), as the engine's toRelative{Day,Week,Month}Num counts it. */
+export function periodIndex(micros: bigint, period: Period): number {
+  const day = Math.floor(Number(micros / 1000n) / 86_400_000);
+  if (period === 'day') return day;
+  // Monday-based weeks: 1970-01-01 was a Thursday.
+  if (period === 'week') return Math.floor((day + 3) / 7);
+  const d = new Date(day * 86_400_000);
+  return d.getUTCFullYear() * 12 + d.getUTCMonth() + 1;
+}
+
+/** The first day of period number `c` (a Date expression), inverse of the engine's toRelative*Num. */
+const PERIOD_START_OF_INDEX: Record<Period, (c: string) => string> = {
+  day: (c) => `toDate(${c})`,
+  week: (c) => `toDate(${c} * 7 - 3)`,
+  month: (c) => `makeDate(intDiv(${c} - 1, 12), (${c} - 1) % 12 + 1, 1)`,
+};
+
+/**
+ * The periods with a return event, per user: the bits of one UInt64 relative to the range's first
+ * period (one OR per event) when the range is bounded and its periods plus N fit in 64, else the
+ * set of period numbers (an array per user).
+ */
+function returnPeriods(q: RetentionQuery, bag: ParamBag): { aggregate: string; none: string; has: (offset: string) => string } {
+  const { start, end } = q.range ?? {};
+  const index = PERIODS[q.period].index;
+  const micros = (t: string | undefined) => (t === undefined ? undefined : parseInstantMicros(t) ?? undefined);
+  const [from, to] = [micros(start), micros(end)];
+  if (from !== undefined && to !== undefined && periodIndex(to, q.period) - periodIndex(from, q.period) + q.periods < 64) {
+    const base = `toInt32(${index}(${bag.add(start, DT64)}))`;
+    return {
+      aggregate: `groupBitOrIf(bitShiftLeft(toUInt64(1), p - ${base}), rt)`,
+      none: 'toUInt64(0)',
+      has: (offset) => `bitTest(rp, c - ${base} + ${offset})`,
+    };
+  }
+  return { aggregate: 'groupUniqArrayIf(p, rt)', none: "CAST([], 'Array(Int32)')", has: (offset) => `has(rp, c + ${offset})` };
+}
+
 export function compileRetention(q: RetentionQuery): CompiledQuery {
   const bag = new ParamBag();
   const { start: periodStart, index } = PERIODS[q.period];
@@ -66,19 +105,22 @@ export function compileRetention(q: RetentionQuery): CompiledQuery {
     ? ''
     : ` AND timestamp < toDateTime64(${({ day: 'addDays', week: 'addWeeks', month: 'addMonths' } as const)[q.period]}(${periodStart}(${bag.add(q.range.end, DT64)}), ${bag.add(q.periods + 1, 'UInt32')}), 3, 'UTC')`;
   const scan =
-    `SELECT ${scanUserColumns(q)}, timestamp, toInt32(${index}(timestamp)) AS p, (${startSql}${inRange}) AS st, ${returnSql} AS rt ` +
+    `SELECT ${scanUserColumns(q)}, toInt32(${index}(timestamp)) AS p, (${startSql}${inRange}) AS st, ${returnSql} AS rt ` +
     `FROM events WHERE ${source.where()}${returnsEnd}${q.return === 'any' ? '' : ` AND (${startSql} OR ${returnSql})`}`;
+  const returns = returnPeriods(q, bag);
+  // c: the period of the first start event (period numbers are positive: 0 = none).
   const users = perUserSql(scan, {
-    known: `minIf(p, st) AS c, ${periodStart}(minIf(timestamp, st)) AS cstart, groupUniqArrayIf(p, rt) AS rp`,
-    having: 'countIf(st) > 0',
+    known: `minIf(p, st) AS c, ${returns.aggregate} AS rp`,
+    having: 'c != 0',
     // One event: its period is its cohort's, so it is never a return.
-    anonymous: `p AS c, ${periodStart}(timestamp) AS cstart, CAST([], 'Array(Int32)') AS rp`,
+    anonymous: `p AS c, ${returns.none} AS rp`,
     anonymousWhere: 'st',
   });
   const n = bag.add(q.periods, 'UInt32');
   return compiled(
-    `SELECT grp, cstart, count() AS users, sumForEach(arrayMap(i -> toUInt64(has(rp, c + i)), range(1, ${n} + 1))) AS returned ` +
-    `FROM (${users}) ARRAY JOIN ${groupsSql(q, bag)} AS grp GROUP BY grp, c, cstart ORDER BY grp, c`,
+    `SELECT grp, toString(${PERIOD_START_OF_INDEX[q.period]('c')}) AS cstart, count() AS users, ` +
+    `sumForEach(arrayMap(i -> toUInt64(${returns.has('i')}), range(1, ${n} + 1))) AS returned ` +
+    `FROM (${users}) ARRAY JOIN ${groupsSql(q, bag)} AS grp GROUP BY grp, c ORDER BY grp, c`,
     bag,
   );
 }
