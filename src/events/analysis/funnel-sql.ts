@@ -71,10 +71,9 @@ function breakdownValueSql(b: FunnelBreakdown): string {
 const WHOLE = `(toUInt8(2), '')`;
 
 /** Stage columns carried from stage to stage. */
-function carry(k: number, upTo: number, withTimes: boolean): string {
+function carry(upTo: number, withTimes: boolean): string {
   const cols = ['user_id', 'user_alias', 'anonymous', 'bv', 'ts', 'ms'];
   for (let j = 1; j <= upTo; j++) cols.push(`T${j}`, ...(withTimes ? [`P${j}`] : []));
-  void k;
   return cols.join(', ');
 }
 
@@ -86,7 +85,7 @@ function levelStages(from: string, k: number, order: FunnelOrder, windowParam: s
     src = `SELECT *, ${fill(`arrayMap((m, t) -> if(${bit(1)}, t, 0), ms, ts)`)} AS l1, ` +
       `arrayMap((t, l) -> l != 0 AND t - l <= ${windowParam}, ts, l1) AS c1, arrayFirst((t, c) -> c, ts, c1) AS T1 FROM (${src})`;
     for (let j = 2; j <= k; j++) {
-      src = `SELECT ${carry(k, j - 1, false)}, c${j - 1}, ` +
+      src = `SELECT ${carry(j - 1, false)}, c${j - 1}, ` +
         `${fill(`arrayMap((m, t) -> if(${bit(j)}, t, 0), ms, ts)`)} AS l${j}, ` +
         `arrayMap((c, t, l) -> c AND l != 0 AND t - l <= ${windowParam}, c${j - 1}, ts, l${j}) AS c${j}, ` +
         `arrayFirst((t, c) -> c, ts, c${j}) AS T${j} FROM (${src})`;
@@ -103,7 +102,7 @@ function levelStages(from: string, k: number, order: FunnelOrder, windowParam: s
     const next = order === 'ordered'
       ? `${fill(`arrayMap((u, s) -> if(u, s, 0), u, sp)`)} AS s${j}, ${fill(`arrayMap((u, t) -> if(u, t, 0), u, ts)`)} AS e${j}`
       : `arrayMap((u, s) -> if(u, s, 0), u, sp) AS s${j}, arrayMap((u, t) -> if(u, t, 0), u, ts) AS e${j}`;
-    src = `SELECT ${carry(k, j - 1, true)}, s${j}, e${j}, arrayFirst((t, u) -> u, ts, u) AS T${j}, arrayFirst((e, u) -> u, ep, u) AS P${j} ` +
+    src = `SELECT ${carry(j - 1, true)}, s${j}, e${j}, arrayFirst((t, u) -> u, ts, u) AS T${j}, arrayFirst((e, u) -> u, ep, u) AS P${j} ` +
       `FROM (SELECT *, ${next} FROM (SELECT *, ${shift(`s${j - 1}`)} AS sp, ${shift(`e${j - 1}`)} AS ep, ${u} AS u FROM (${src})))`;
   }
   return src;
@@ -141,7 +140,7 @@ export function compileFunnel(q: FunnelQuery): CompiledQuery {
   if (bvExpr) fields.push('v');
   const at = (name: string) => `x.${fields.indexOf(name) + 1}`;
   const tuple = `tuple(${fields.join(', ')})`;
-  const users = perUserSql(scan, { known: `arraySort(groupArray(${tuple})) AS evs`, anonymous: `[${tuple}] AS evs` });
+  const users = perUserSql(q, scan, { known: `arraySort(groupArray(${tuple})) AS evs`, anonymous: `[${tuple}] AS evs` });
 
   // One row per user (and breakdown value): times and masks; with a breakdown, step 1 counts only
   // the events of that value, so a user is in the funnel of each value they started from; and one

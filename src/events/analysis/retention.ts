@@ -109,7 +109,7 @@ export function compileRetention(q: RetentionQuery): CompiledQuery {
     `FROM events WHERE ${source.where()}${returnsEnd}${q.return === 'any' ? '' : ` AND (${startSql} OR ${returnSql})`}`;
   const returns = returnPeriods(q, bag);
   // c: the period of the first start event (period numbers are positive: 0 = none).
-  const users = perUserSql(scan, {
+  const users = perUserSql(q, scan, {
     known: `minIf(p, st) AS c, ${returns.aggregate} AS rp`,
     having: 'c != 0',
     // One event: its period is its cohort's, so it is never a return.

@@ -20,7 +20,8 @@ import { jsonObject } from '../../validation.ts';
 import { compileEventFilter } from '../read/compile.ts';
 import { eventFilterSchema, eventRangeSchema, type EventFilterNode } from '../read/filters.ts';
 import { EventSource } from '../read/source.ts';
-import { cohortCondition, cohortEntry, splitByCohortsSchema, type CohortNode } from './cohort.ts';
+import { cohortCondition } from './cohort-sql.ts';
+import { cohortEntry, splitByCohortsSchema, type CohortNode } from './cohort.ts';
 
 export interface StepNode {
   readonly name?: string;
@@ -83,14 +84,16 @@ export function groupsSql(scope: AnalysisScope, bag: ParamBag): string {
   return `arrayConcat([toUInt8(0)], arrayFilter(x -> x != 0, [${members.map((m) => `toUInt8(${m})`).join(', ')}]))`;
 }
 
+/** Per-user rows carry the user's alias only when a split cohort matches aliases (reading it costs a column and an aggregate). */
+const needsAlias = (scope: AnalysisScope) => scope.split.some((s) => s.cohort.kind === 'survey');
+
 /**
- * The user columns of a scan: `user_id`, `alias` (the user_alias, read only when a split cohort
- * matches aliases; '' otherwise) and `anon` (output names that are no column's, since WHERE would
- * read an output alias named like a column instead of the column).
+ * The user columns of a scan: `user_id`, `alias` (the user_alias, or '' when not needed) and
+ * `anon` (output names that are no column's, since WHERE would read an output alias named like a
+ * column instead of the column).
  */
 export function scanUserColumns(scope: AnalysisScope): string {
-  const needAlias = scope.split.some((s) => s.cohort.kind === 'survey');
-  return `user_id, ${needAlias ? 'user_alias' : "''"} AS alias, anonymous AS anon`;
+  return `user_id, ${needsAlias(scope) ? 'user_alias' : "''"} AS alias, anonymous AS anon`;
 }
 
 /**
@@ -99,11 +102,12 @@ export function scanUserColumns(scope: AnalysisScope): string {
  * `known` (and `having`), each anonymous event (that passes `anonymousWhere`) a row of its own with
  * the plain columns `anonymous`, which compute the same values for a user of one event.
  */
-export function perUserSql(scan: string, columns: { known: string; anonymous: string; having?: string; anonymousWhere?: string }): string {
+export function perUserSql(scope: AnalysisScope, scan: string, columns: { known: string; anonymous: string; having?: string; anonymousWhere?: string }): string {
   const having = columns.having ? ` HAVING ${columns.having}` : '';
   const anonymousWhere = columns.anonymousWhere ? ` AND ${columns.anonymousWhere}` : '';
+  const alias = needsAlias(scope) ? 'any(alias)' : "''";
   return (
-    `SELECT user_id, any(alias) AS user_alias, toUInt8(0) AS anonymous, ${columns.known} FROM (${scan}) WHERE anon = 0 GROUP BY user_id${having} ` +
+    `SELECT user_id, ${alias} AS user_alias, toUInt8(0) AS anonymous, ${columns.known} FROM (${scan}) WHERE anon = 0 GROUP BY user_id${having} ` +
     `UNION ALL SELECT user_id, alias AS user_alias, toUInt8(1) AS anonymous, ${columns.anonymous} FROM (${scan}) WHERE anon = 1${anonymousWhere}`
   );
 }
