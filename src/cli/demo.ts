@@ -5,6 +5,9 @@ import type { Database } from '../clickhouse/connection.ts';
 import type { Logger } from '../log.ts';
 import { seedEvents } from '../seed/events.ts';
 import { seedResponses } from '../seed/responses.ts';
+import { QuestionKind, planSurveys } from '../seed/plan.ts';
+import { createRelease } from '../releases/store.ts';
+import { fromMillis } from '../time/iso.ts';
 import { TokenCache } from '../tokens/cache.ts';
 import { mintToken, SCOPES, type Scope } from '../tokens/tokens.ts';
 
@@ -45,6 +48,8 @@ export async function ensureDemo(db: Database, dataDir: string, log: Logger): Pr
   const seeded = await seedResponses(db.client(), { orgId, responses: DEMO_RESPONSES, surveys: 3, days: 30, respondents: DEMO_USERS, eventUsers: true });
   log.info({ msg: 'seeding demo events', events: DEMO_EVENTS });
   await seedEvents(db.client(), { orgId, events: DEMO_EVENTS, days: 30, users: DEMO_USERS });
+  // A release in the middle of the data: the histograms mark it, and `/1.0/release/latest/impact` compares the 14 days around it.
+  await createRelease(db.client(), orgId, { name: 'Demo release', version: '1.0.0', description: '', tags: ['demo'], released_at: fromMillis(Date.now() - 15 * 86_400_000) });
   const demo: Demo = { org_id: orgId, tokens, survey_ids: seeded.surveyIds };
   writeFileSync(file, JSON.stringify(demo, null, 2), { mode: 0o600 });
   return demo;
@@ -65,6 +70,12 @@ Create a token:  tallyhouse token create --org <uuid> --scope events,releases,re
 
 API docs: ${baseUrl}/docs (OpenAPI: ${baseUrl}/openapi.json) and README.md. Stop with Ctrl-C.
 `;
+}
+
+/** The correlation id of the demo's first survey's NPS question (the seed plan's, src/seed/plan.ts): answer filters' `key`. */
+export function demoNpsQuestion(demo: Demo): string {
+  const first = planSurveys(demo.org_id.toLowerCase(), 0, Math.max(1, demo.survey_ids.length))[0];
+  return first.questionCorrelationIds[first.kinds.indexOf(QuestionKind.nps)];
 }
 
 export function demoBanner(demo: Demo, baseUrl: string): string {
@@ -89,6 +100,7 @@ For the README's examples, paste:
   export RELEASES_TOKEN=${t.releases}
   export READ_TOKEN=${t['responses:read']}
   export WRITE_TOKEN=${t['responses:write']}
+  export NPS_QUESTION=${demoNpsQuestion(demo)}
 
 Try it:
 
