@@ -163,6 +163,21 @@ describe('Event retention (HTTP) against the reference', function () {
     );
   });
 
+  it('answers a range ending past 2149 (beyond the engine\'s Date) as one without an end', async () => {
+    const orgId = randomUUID();
+    const [write, read] = [await svc.token(['events'], orgId), await svc.token(['events:read'], orgId)];
+    const base = historyBase();
+    const sent = ['u1', 'u2', 'u1'].map((alias, i) => ({ type: 'track', event_name: 'a', user_alias: alias, timestamp: new Date(base + i * 2 * 86_400_000).toISOString() }));
+    expect((await svc.request('POST', '/1.0/event', { token: write, body: sent })).status).to.equal(200);
+    for (const period of ['day', 'week', 'month']) {
+      const body = { start: { filters: [{ key: 'event_name', operator: 'eq', value: 'a' }] }, period, periods: 52 };
+      const open = await retention(read, body);
+      const far = await retention(read, { ...body, range: { start: '1900-01-01T00:00:00Z', end: '2290-06-30T00:00:00Z' } });
+      expect(open.body.cohorts.length, period).to.be.above(0);
+      expect(far.body.cohorts, period).to.deep.equal(open.body.cohorts);
+    }
+  });
+
   it('answers a 400 naming the problem', async () => {
     const read = await svc.token(['events:read']);
     const start = { filters: [{ key: 'event_name', operator: 'eq', value: 'a' }] };

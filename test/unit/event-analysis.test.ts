@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import * as v from 'valibot';
 import { cohortSchema, toValueTest } from '../../src/events/analysis/cohort.ts';
 import { funnelBodySchema, shapeSteps } from '../../src/events/analysis/funnel.ts';
-import { periodIndex } from '../../src/events/analysis/retention.ts';
+import { periodIndex, periodStartAfter } from '../../src/events/analysis/retention.ts';
 import { parseInstantMicros } from '../../src/query/histogram.ts';
 
 /** The request side of funnels, retention and cohorts, and the pure helpers the compilers use (no engine). */
@@ -49,6 +49,18 @@ describe('event analysis: requests and pure helpers', () => {
     expect(periodIndex(at('2026-01-31T12:00:00Z'), 'month')).to.equal(24313);
     expect(periodIndex(at('2025-12-31T23:59:59Z'), 'month')).to.equal(24312);
     expect(periodIndex(at('1970-01-02T00:00:00Z'), 'day')).to.equal(1);
+    expect(periodIndex(at('1969-12-31T12:00:00Z'), 'day')).to.equal(-1);
+  });
+
+  it('finds the start of the n-th period after an instant, before 1970 and after 2149 too', () => {
+    const at = (iso: string) => parseInstantMicros(iso)!;
+    const iso = (us: bigint) => new Date(Number(us / 1000n)).toISOString();
+    expect(iso(periodStartAfter(at('2026-11-04T15:00:00Z'), 'week', 0))).to.equal('2026-11-02T00:00:00.000Z');
+    expect(iso(periodStartAfter(at('2026-11-08T23:59:59.999999Z'), 'week', 1))).to.equal('2026-11-09T00:00:00.000Z');
+    expect(iso(periodStartAfter(at('2026-12-15T00:00:00Z'), 'month', 1))).to.equal('2027-01-01T00:00:00.000Z');
+    expect(iso(periodStartAfter(at('2250-12-15T00:00:00Z'), 'month', 13))).to.equal('2252-01-01T00:00:00.000Z');
+    expect(iso(periodStartAfter(at('1969-12-31T12:00:00Z'), 'day', 0))).to.equal('1969-12-31T00:00:00.000Z');
+    expect(iso(periodStartAfter(at('1900-01-03T12:00:00Z'), 'week', 0))).to.equal('1900-01-01T00:00:00.000Z');
   });
 
   it('shapes steps: shares of the first and previous step, times only after the first step and when someone reached it', () => {

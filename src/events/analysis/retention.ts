@@ -14,7 +14,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
 import { jsonObject } from '../../validation.ts';
-import { parseInstantMicros } from '../../query/histogram.ts';
+import { formatDbMicros, parseInstantMicros } from '../../query/histogram.ts';
 import { DT64 } from '../../query/scope.ts';
 import {
   PERIODS, PERIOD_NAMES, analysisScopeEntries, answerAnalysis, analysisSource, groupsSql, perUserSql, periodStartText, scanUserColumns, stepSchema, stepSql,
@@ -55,9 +55,15 @@ export interface RetentionRow {
   returned: (number | string)[];
 }
 
+const MICROS_PER_DAY = 86_400_000_000n;
+/** The first instant DateTime64 cannot hold (2300-01-01): a bound past it bounds nothing. */
+const END_OF_TIME = BigInt(Date.UTC(2300, 0, 1)) * 1000n;
+
+const floorDiv = (a: bigint, b: bigint) => (a >= 0n ? a / b : -((-a + b - 1n) / b));
+
 /** The relative period number of an instant (µs since the epoch), as the engine's toRelative{Day,Week,Month}Num counts it. */
 export function periodIndex(micros: bigint, period: Period): number {
-  const day = Math.floor(Number(micros / 1000n) / 86_400_000);
+  const day = Number(floorDiv(micros, MICROS_PER_DAY));
   if (period === 'day') return day;
   // Monday-based weeks: 1970-01-01 was a Thursday.
   if (period === 'week') return Math.floor((day + 3) / 7);
@@ -65,12 +71,23 @@ export function periodIndex(micros: bigint, period: Period): number {
   return d.getUTCFullYear() * 12 + d.getUTCMonth() + 1;
 }
 
-/** The first day of period number `c` (a Date expression), inverse of the engine's toRelative*Num. */
+/** The start (µs) of the `n`-th period after the one holding `micros` (UTC; weeks from Monday). */
+export function periodStartAfter(micros: bigint, period: Period, n: number): bigint {
+  const day = floorDiv(micros, MICROS_PER_DAY);
+  if (period === 'day') return (day + BigInt(n)) * MICROS_PER_DAY;
+  if (period === 'week') return (day - BigInt(((Number(day % 7n) + 3) % 7 + 7) % 7) + 7n * BigInt(n)) * MICROS_PER_DAY;
+  const d = new Date(Number(day) * 86_400_000);
+  return BigInt(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + n, 1)) * 1000n;
+}
+
+/** The first day of period number `c` (a Date32 expression: 1900..2299), inverse of the engine's toRelative*Num. */
 const PERIOD_START_OF_INDEX: Record<Period, (c: string) => string> = {
-  day: (c) => `toDate(${c})`,
-  week: (c) => `toDate(${c} * 7 - 3)`,
-  month: (c) => `makeDate(intDiv(${c} - 1, 12), (${c} - 1) % 12 + 1, 1)`,
+  day: (c) => `toDate32(${c})`,
+  week: (c) => `toDate32(${c} * 7 - 3)`,
+  month: (c) => `makeDate32(intDiv(${c} - 1, 12), (${c} - 1) % 12 + 1, 1)`,
 };
+
+const micros = (t: string | undefined) => (t === undefined ? undefined : parseInstantMicros(t) ?? undefined);
 
 /**
  * The periods with a return event, per user: the bits of one UInt64 relative to the range's first
@@ -78,12 +95,9 @@ const PERIOD_START_OF_INDEX: Record<Period, (c: string) => string> = {
  * set of period numbers (an array per user).
  */
 function returnPeriods(q: RetentionQuery, bag: ParamBag): { aggregate: string; none: string; has: (offset: string) => string } {
-  const { start, end } = q.range ?? {};
-  const index = PERIODS[q.period].index;
-  const micros = (t: string | undefined) => (t === undefined ? undefined : parseInstantMicros(t) ?? undefined);
-  const [from, to] = [micros(start), micros(end)];
+  const [from, to] = [micros(q.range?.start), micros(q.range?.end)];
   if (from !== undefined && to !== undefined && periodIndex(to, q.period) - periodIndex(from, q.period) + q.periods < 64) {
-    const base = `toInt32(${index}(${bag.add(start, DT64)}))`;
+    const base = bag.add(periodIndex(from, q.period), 'Int32');
     return {
       aggregate: `groupBitOrIf(bitShiftLeft(toUInt64(1), p - ${base}), rt)`,
       none: 'toUInt64(0)',
@@ -95,18 +109,18 @@ function returnPeriods(q: RetentionQuery, bag: ParamBag): { aggregate: string; n
 
 export function compileRetention(q: RetentionQuery): CompiledQuery {
   const bag = new ParamBag();
-  const { start: periodStart, index } = PERIODS[q.period];
+  const { index } = PERIODS[q.period];
   // Start events in the range; return events from its start to the end of the N-th period after its last.
   const source = analysisSource(q, bag, q.range?.start === undefined ? undefined : { start: q.range.start });
   const startSql = stepSql(q.start, source);
   const inRange = q.range?.end === undefined ? '' : ` AND timestamp <= ${bag.add(q.range.end, DT64)}`;
   const returnSql = q.return === 'any' ? 'true' : stepSql(q.return, source);
-  const returnsEnd = q.range?.end === undefined
-    ? ''
-    : ` AND timestamp < toDateTime64(${({ day: 'addDays', week: 'addWeeks', month: 'addMonths' } as const)[q.period]}(${periodStart}(${bag.add(q.range.end, DT64)}), ${bag.add(q.periods + 1, 'UInt32')}), 3, 'UTC')`;
+  const to = micros(q.range?.end);
+  const returnsEnd = to === undefined ? undefined : periodStartAfter(to, q.period, q.periods + 1);
+  const returnsBound = returnsEnd === undefined || returnsEnd >= END_OF_TIME ? '' : ` AND timestamp < ${bag.add(formatDbMicros(returnsEnd), DT64)}`;
   const scan =
     `SELECT ${scanUserColumns(q)}, toInt32(${index}(timestamp)) AS p, (${startSql}${inRange}) AS st, ${returnSql} AS rt ` +
-    `FROM events WHERE ${source.where()}${returnsEnd}${q.return === 'any' ? '' : ` AND (${startSql} OR ${returnSql})`}`;
+    `FROM events WHERE ${source.where()}${returnsBound}${q.return === 'any' ? '' : ` AND (${startSql} OR ${returnSql})`}`;
   const returns = returnPeriods(q, bag);
   // c: the period of the first start event (period numbers are positive: 0 = none).
   const users = perUserSql(q, scan, {
