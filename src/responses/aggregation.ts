@@ -48,7 +48,7 @@ import { formatMicros, parseInstantMicros, planHistogram, truncateTo, type Histo
 import { DASHBOARD_QUERY_CACHE_SETTINGS, pollingCachedEntry, queryRows, requestKey } from '../clickhouse/result-cache.ts';
 import { byteOrder, compileRankedRollup, docCountSql as rollupDocCountSql } from '../query/rollup.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
-import { filtersServable, grainOf, rawRemainderSql, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type GroupColumn, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { filtersServable, sliceGrain, rawRemainderSql, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type GroupColumn, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
 export { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
 import { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
@@ -290,8 +290,8 @@ export async function runAggregation(run: RunQuery, scope: Scope, rules: readonl
   // The dense series alone (every date bucket under every date bucket) may already be too many.
   if (plans.reduce((n, p) => n * (p ? Math.max(p.starts.length, 1) : 1), 1) > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
   // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
-  const grain = options.rollups !== false && filtersServable(scope) && rulesServable(rules) ? grainOf(plans) : null;
-  if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans)) };
-  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, grain) ?? undefined);
+  const slices = options.rollups !== false && filtersServable(scope) && rulesServable(rules) ? sliceGrain(plans) : null;
+  if (!slices) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans)) };
+  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, slices.grain, slices.edges) ?? undefined);
   return { plans, rows: (await runWithPending<AggregationRow>(run, options.fresh ?? run, scope.orgId, compile))! };
 }
