@@ -64,13 +64,15 @@ export interface Range {
   end: string;
 }
 
-export function questionRange(maxCreatedAt: string, variant: number): Range & { startMicros: bigint; endMicros: bigint } {
+export function questionRange(maxCreatedAt: string, variant: number): Range & { startMicros: bigint; endMicros: bigint; dayStart: string; dayStartMicros: bigint } {
   // "Now" is 17 min 13.5 s after the newest response: inside an hour, after every response.
   const end0 = parseInstantMicros(maxCreatedAt)! + 1_033_500_000n;
   const startMicros = end0 - 100n * MICROS_PER_DAY + 1n;
   const endMicros = end0 - BigInt(variant % 1_000_000);
+  // The same range started on the UTC day 99 days before the end's day: day buckets on whole days.
+  const dayStartMicros = (end0 / MICROS_PER_DAY) * MICROS_PER_DAY - 99n * MICROS_PER_DAY;
   const iso = (t: bigint) => formatDbMicros(t).replace(' ', 'T') + 'Z';
-  return { start: iso(startMicros), end: iso(endMicros), startMicros, endMicros };
+  return { start: iso(startMicros), end: iso(endMicros), startMicros, endMicros, dayStart: iso(dayStartMicros), dayStartMicros };
 }
 
 type Query = { query: string; params: Record<string, unknown> };
@@ -78,6 +80,7 @@ type Query = { query: string; params: Record<string, unknown> };
 /** The bare SQL of each question for a range: what a ClickHouse user would send. */
 export function bareQueries(orgId: string, range: ReturnType<typeof questionRange>, keyword: string, surveyIds?: string[]): Record<string, Query[]> {
   const params = { org: orgId, start: formatDbMicros(range.startMicros), end: formatDbMicros(range.endMicros), kw: keyword };
+  const dayParams = { ...params, start: formatDbMicros(range.dayStartMicros) };
   const where = `org_id = {org:UUID} AND created_at >= {start:${DT}} AND created_at <= {end:${DT}}` + (surveyIds ? ' AND survey_id IN {surveys:Array(UUID)}' : '');
   const p = surveyIds ? { ...params, surveys: surveyIds } : params;
   const page = (cond: string) => `SELECT * EXCEPT (org_id) FROM ${BARE_TABLE} WHERE ${where} AND ${cond} ORDER BY created_at DESC, id DESC LIMIT 20`;
@@ -109,6 +112,7 @@ export function bareQueries(orgId: string, range: ReturnType<typeof questionRang
     Q2: [{ query: count(q2), params: p }, { query: page(q2), params: p }],
     Q3: [{ query: q3, params: p }],
     Q4: [{ query: q4, params: p }],
+    Q4d: [{ query: q4, params: surveyIds ? { ...dayParams, surveys: surveyIds } : dayParams }],
     Q5: [{ query: q5, params: p }],
   };
 }

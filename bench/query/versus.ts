@@ -26,12 +26,14 @@ import { readFileSync } from 'node:fs';
 const KEYWORD = 'slow';
 
 interface Question {
-  id: 'Q1' | 'Q2' | 'Q3' | 'Q4' | 'Q5';
+  id: 'Q1' | 'Q2' | 'Q3' | 'Q4' | 'Q4d' | 'Q5';
   title: string;
   /** Served from the rollups: its target is service / bare <= 0.5 (else 1.0). */
   rollup: boolean;
   path: string;
   body(range: { start: string; end: string }): Record<string, unknown>;
+  /** Starts the range on the UTC day 99 days before the end's day (day buckets on whole days). */
+  wholeDays?: boolean;
   /** A number both sides answer, compared once per size (the bench measured the same question). */
   check(service: any, bare: any[]): [number, number];
 }
@@ -60,6 +62,11 @@ const QUESTIONS: Question[] = [
     id: 'Q4', title: 'created_at by day (100 days) then completion', rollup: true, path: `${search}/aggregation`,
     body: (range) => ({ range, group_by: [{ field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 100 }, { field: 'completion' }] }),
     // The grand total is the ROLLUP's largest row.
+    check: (s, b) => [s.hits.total.value, b.reduce((a, r) => Math.max(a, Number(r.n)), 0)],
+  },
+  {
+    id: 'Q4d', title: 'the same over 100 whole UTC days (range ending inside an hour)', rollup: true, path: `${search}/aggregation`, wholeDays: true,
+    body: (range) => ({ range, group_by: [{ field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 100 }, { field: 'completion' }] }),
     check: (s, b) => [s.hits.total.value, b.reduce((a, r) => Math.max(a, Number(r.n)), 0)],
   },
   {
@@ -130,10 +137,10 @@ async function runSize(responses: number, opts: Options): Promise<SizeResult> {
     const load_before = loadavg();
     const results: QuestionResult[] = [];
     let variant = 1 + Math.floor(Math.random() * 500) * 1000;
-    for (const q of QUESTIONS.filter((x) => !opts.only || x.id === opts.only)) {
+    for (const q of QUESTIONS.filter((x) => !opts.only || x.id.startsWith(opts.only))) {
       const ask = async (v: number) => {
         const range = questionRange(dataset.maxCreatedAt, v);
-        const r = await timedRequest(service.url, 'SEARCH', q.path, token, q.body({ start: range.start, end: range.end }));
+        const r = await timedRequest(service.url, 'SEARCH', q.path, token, q.body({ start: q.wholeDays ? range.dayStart : range.start, end: range.end }));
         if (r.status !== 200) throw new Error(`${q.id}: HTTP ${r.status} ${r.text.slice(0, 500)}`);
         return r;
       };

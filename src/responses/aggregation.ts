@@ -48,7 +48,8 @@ import { formatMicros, parseInstantMicros, planHistogram, truncateTo, type Histo
 import { DASHBOARD_QUERY_CACHE_SETTINGS, pollingCachedEntry, queryRows, requestKey } from '../clickhouse/result-cache.ts';
 import { byteOrder, compileRankedRollup, docCountSql as rollupDocCountSql } from '../query/rollup.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
-import { filtersServable, sliceGrain, rawRemainderSql, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type GroupColumn, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { rawRowsSql, rowsInScopeSql } from './scope-rows.ts';
+import { filtersServable, grainOf, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
 export { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
 import { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
@@ -146,11 +147,11 @@ export interface AggregationRow {
  */
 export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupWindow): CompiledQuery {
   const bag = new ParamBag();
-  const source = fromScope(scope, bag);
   if (rollup) {
     const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
-    return compiled(compileRankedRollup({ ...weightedSource(scope, rules, plans, rollup, source, bag), limit }), bag);
+    return compiled(compileRankedRollup({ ...weightedSource(scope, rules, plans, rollup, bag), limit }), bag);
   }
+  const source = fromScope(scope, bag);
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
   return compiled(compileRankedRollup({ source, keys, count: docCountSql(rules), limit }), bag);
@@ -160,31 +161,35 @@ export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], 
  * The grouped source when the rollup answers part of the scope (rollups/read.ts): the same ranked
  * ROLLUP over a union of weighted rows. Each row carries the level keys u1..un and, per depth d,
  * the number of responses it stands for in a bucket of that depth (w0..wn):
- * - raw rows (the part of the scope the rollup does not answer): 1, or the first-value flags of
- *   docCountSql under a multi-valued level;
- * - rollup groups: their response count down to the answer level (every depth when there is
- *   none); their answer key is NULL, so they are in no bucket of that level or below;
- * - rollup answer counts (of the one answer level's question): their count from that level down.
+ * - without an answer level, the rows in scope (scope-rows.ts): raw rows grouped by the columns the
+ *   levels read and slice groups, each weighing its count at every depth;
+ * - with one, the raw rows (those the rollup does not answer) one by one, 1 or the first-value
+ *   flags of docCountSql; the slice groups with their count down to the answer level, their answer
+ *   key NULL (in no bucket of that level or below); the slices' answer counts of that question,
+ *   with their count from that level down.
  */
-function weightedSource(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupWindow, rawSource: string, bag: ParamBag): { source: string; keys: string[]; count: string } {
+function weightedSource(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupWindow, bag: ParamBag): { source: string; keys: string[]; count: string } {
   const n = rules.length;
   const depths = Array.from({ length: n + 1 }, (_, d) => d);
   const answerLevel = rules.findIndex((r) => r.kind === 'answer') + 1; // 1-based, 0 when none
   const weights = (w: (d: number) => string) => depths.map((d) => `toUInt64(${w(d)}) AS w${d}`).join(', ');
   const keysWith = (answerKey: string) =>
     rules.map((rule, i) => `${rule.kind === 'answer' ? answerKey : levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
+  // The group columns the levels' keys read (survey_id and created_at are on every rollup row).
+  const columns = rules.flatMap((r): ('completion' | 'end_reason')[] => (r.kind === 'completion' || r.kind === 'end_reason' ? [r.kind] : []));
 
   const sources: string[] = [];
-  const remainder = rawRemainderSql(rollup, bag);
-  if (remainder !== undefined) {
-    const rawKeys = rules.map((rule, i) => `${levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
-    const firstFlags = (d: number) => rules.flatMap((rule, i) => (i + 1 > d && isMultiValued(rule) ? [isFirstOfLevelSql(i + 1)] : []));
-    sources.push(`SELECT ${rawKeys}, ${weights((d) => firstFlags(d).join(' AND ') || '1')} ${rawSource} AND ${remainder}`);
-  }
-  // The group columns the levels' keys read (survey_id and created_at are on every rollup row).
-  const columns = rules.flatMap((r): GroupColumn[] => (r.kind === 'completion' || r.kind === 'end_reason' ? [r.kind] : []));
-  sources.push(`SELECT ${keysWith('CAST(NULL AS Nullable(String))')}, ${weights((d) => (answerLevel === 0 || d < answerLevel ? 'x_rows' : '0'))} FROM (${rollupGroupsSql(scope, rollup, bag, columns)})`);
-  if (answerLevel > 0) {
+  if (answerLevel === 0) {
+    const rows = rowsInScopeSql(scope, rollup, bag, { keys: ['survey_id', 'created_at', ...columns] });
+    sources.push(`SELECT ${keysWith('')}, ${weights(() => 'group_rows')} FROM (${rows})`);
+  } else {
+    const raw = rawRowsSql(scope, bag, rollup);
+    if (raw !== undefined) {
+      const rawKeys = rules.map((rule, i) => `${levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
+      const firstFlags = (d: number) => rules.flatMap((rule, i) => (i + 1 > d && isMultiValued(rule) ? [isFirstOfLevelSql(i + 1)] : []));
+      sources.push(`SELECT ${rawKeys}, ${weights((d) => firstFlags(d).join(' AND ') || '1')} ${raw}`);
+    }
+    sources.push(`SELECT ${keysWith('CAST(NULL AS Nullable(String))')}, ${weights((d) => (d < answerLevel ? 'x_rows' : '0'))} FROM (${rollupGroupsSql(scope, rollup, bag, columns)})`);
     const rule = rules[answerLevel - 1] as Extract<GroupByRule, { kind: 'answer' }>;
     sources.push(`SELECT ${keysWith('CAST(answer_value AS Nullable(String))')}, ${weights((d) => (d >= answerLevel ? 'x_rows' : '0'))} FROM (${rollupAnswersSql(scope, rollup, rule.questionId, bag, columns)})`);
   }
@@ -290,8 +295,8 @@ export async function runAggregation(run: RunQuery, scope: Scope, rules: readonl
   // The dense series alone (every date bucket under every date bucket) may already be too many.
   if (plans.reduce((n, p) => n * (p ? Math.max(p.starts.length, 1) : 1), 1) > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
   // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
-  const slices = options.rollups !== false && filtersServable(scope) && rulesServable(rules) ? sliceGrain(plans) : null;
-  if (!slices) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans)) };
-  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, slices.grain, slices.edges) ?? undefined);
+  const grain = options.rollups !== false && filtersServable(scope) && rulesServable(rules) ? grainOf(plans) : null;
+  if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans)) };
+  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, grain) ?? undefined);
   return { plans, rows: (await runWithPending<AggregationRow>(run, options.fresh ?? run, scope.orgId, compile))! };
 }

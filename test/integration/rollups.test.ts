@@ -273,21 +273,6 @@ describe('rollups: the same answers as the raw table (property tests, real engin
     expect(served).to.equal(10);
   });
 
-  it('date histograms whose buckets start inside an hour ("the last N days" from now) are served by the hour rows, the edge hours by the raw table', async () => {
-    const orgId = randomUUID();
-    await seedResponses(svc.client, { orgId, responses: 3000, surveys: 2, days: 4, now: new Date(Date.UTC(2024, 4, 2, 13, 30, 0, 123)) });
-    const end = BigInt(Date.UTC(2024, 4, 2, 13, 47, 13, 500)) * 1000n;
-    const rules = (interval: string, buckets: number) => [{ field: 'created_at', date_histogram_min_interval: interval, date_histogram_buckets: buckets }, { field: 'completion' }];
-    served = 0;
-    await expectSameAnswers(orgId, [
-      // 4 days minus 1 µs ending at 13:47:13.5: 4 daily buckets, every edge inside an hour.
-      { surveys: '*', start: iso(end - 4n * DAY + 1n), end: iso(end), filters: [], or: false, rules: rules('day', 100) },
-      { surveys: '*', start: iso(end - 2n * DAY - 17n), end: iso(end - 5n * HOUR), filters: [{ key: 'language', operator: 'eq', value: 'en' }], or: false, rules: [{ field: 'completion' }, ...rules('hour', 30).slice(0, 1)] },
-    ]);
-    // Each request: its summary, its aggregation and its three searches, all from the rollups.
-    expect(served).to.equal(10);
-  });
-
   it('slice rows stored before schema/050 (no totals in their parts) answer the same: the totals are computed from their arrays when read', async () => {
     const orgId = randomUUID();
     await seedResponses(svc.client, { orgId, responses: 2000, surveys: 2, days: 3, now: new Date(Date.UTC(2024, 4, 2, 13, 30, 0, 123)) });

@@ -85,35 +85,6 @@ export function grainOf(plans: readonly (HistogramPlan | undefined)[]): Span | n
 }
 
 /**
- * The hours holding a bucket edge of a date level whose buckets start inside an hour (a range such
- * as "the last 100 days" from now): each such hour straddles two buckets, so the raw table answers
- * it and the hour rows answer every other hour (grain 'hour'). Sorted, distinct; [] when every
- * level is hour-aligned (grainOf answers), null past MAX_EDGE_HOURS (the raw table answers all).
- */
-export function edgeHoursOf(plans: readonly (HistogramPlan | undefined)[]): bigint[] | null {
-  const hours = new Set<bigint>();
-  for (const p of plans) {
-    if (!p || p.starts.length === 0 || p.start % MICROS_PER_HOUR === 0n) continue;
-    for (const t of [...p.starts, p.boundary]) hours.add(floorTo(t, MICROS_PER_HOUR));
-    if (hours.size > MAX_EDGE_HOURS) return null;
-  }
-  return [...hours].sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
-}
-/** A 100-bucket histogram has 101 edges; two date levels can have a few hundred. */
-const MAX_EDGE_HOURS = 400;
-
-/**
- * The slice grain and the edge hours of a request's date levels: grainOf's grain when every level
- * is hour-aligned, else 'hour' with the edge hours read from the raw table; null when no slice fits.
- */
-export function sliceGrain(plans: readonly (HistogramPlan | undefined)[]): { grain: Span; edges: bigint[] } | null {
-  const grain = grainOf(plans);
-  if (grain) return { grain, edges: [] };
-  const edges = edgeHoursOf(plans);
-  return edges ? { grain: 'hour', edges } : null;
-}
-
-/**
  * The pending set's fingerprint: the sorted "survey/hour" texts of its slices, joined; undefined
  * past FINGERPRINT_MAX_SLICES (such a set is not remembered, see runWithPending).
  */
@@ -209,14 +180,12 @@ export interface RollupWindow {
   pending: HourSlice[];
   pendingDays: HourSlice[];
   pendingMonths: HourSlice[];
-  /** Hours of every survey answered by the raw table (edge hours of unaligned buckets, sorted). */
-  edges: bigint[];
 }
 
 const nonEmpty = (from: bigint | null, to: bigint | null) => from === null || to === null || from < to;
 
 /** Pure: the window for the scope's range, or null when the rollup cannot serve any of it. */
-export function rollupWindow(range: Scope['range'], pending: Pending, grain: Span, edgeHours: readonly bigint[] = []): RollupWindow | null {
+export function rollupWindow(range: Scope['range'], pending: Pending, grain: Span): RollupWindow | null {
   if (pending.org) return null;
   const start = range?.start !== undefined ? parseInstantMicros(range.start) : null;
   const end = range?.end !== undefined ? parseInstantMicros(range.end) : null;
@@ -229,11 +198,9 @@ export function rollupWindow(range: Scope['range'], pending: Pending, grain: Spa
   const monthFrom = dayFrom === null ? null : ceilMonth(dayFrom);
   const monthTo = dayTo === null ? null : floorMonth(dayTo);
   const months = days && grain === 'month' && nonEmpty(monthFrom, monthTo);
-  // Only the edges strictly inside the whole hours matter: the ends are partial hours already.
-  const edges = edgeHours.filter((h) => (hourFrom === null || h >= hourFrom) && (hourTo === null || h < hourTo));
   return {
-    hourFrom, hourTo, days: days && edges.length === 0, dayFrom, dayTo, months: months && edges.length === 0, monthFrom, monthTo,
-    pending: pending.slices, pendingDays: parentsOf(pending.slices, 'day'), pendingMonths: parentsOf(pending.slices, 'month'), edges,
+    hourFrom, hourTo, days, dayFrom, dayTo, months, monthFrom, monthTo,
+    pending: pending.slices, pendingDays: parentsOf(pending.slices, 'day'), pendingMonths: parentsOf(pending.slices, 'month'),
   };
 }
 
@@ -258,13 +225,6 @@ export function rawRemainderSql(w: RollupWindow, bag: ParamBag): string | undefi
   const parts: string[] = [];
   if (w.hourFrom !== null) parts.push(`created_at < ${dt(bag, w.hourFrom)}`);
   if (w.hourTo !== null) parts.push(`created_at >= ${dt(bag, w.hourTo)}`);
-  if (w.edges.length > 0) {
-    // One range per edge hour, its bounds elements of two array parameters (constants the primary
-    // key can use; one form field each whatever the number of edges).
-    const from = bag.add(w.edges.map((h) => formatDbMicros(h)), `Array(${DT})`);
-    const to = bag.add(w.edges.map((h) => formatDbMicros(h + MICROS_PER_HOUR)), `Array(${DT})`);
-    w.edges.forEach((_, i) => parts.push(`(created_at >= ${from}[${i + 1}] AND created_at < ${to}[${i + 1}])`));
-  }
   if (w.pending.length <= MAX_PENDING_RANGES) {
     for (const s of w.pending) {
       // Ranges the primary key can use, one per pending slice.
@@ -304,7 +264,6 @@ function rollupWhere(scope: Scope, w: RollupWindow, bag: ParamBag): string {
   const level = (span: Span, from: bigint | null, to: bigint | null, pending: readonly HourSlice[], parent?: [bigint | null, bigint | null, Span, readonly HourSlice[]]) => {
     const parts = [`span = '${span}'`, ...within(from, to)];
     if (pending.length) parts.push(`(survey_id, start) NOT IN ${sliceSet(bag, pending)}`);
-    if (span === 'hour' && w.edges.length) parts.push(`NOT has(${bag.add(w.edges.map((h) => formatDbMicros(h)), `Array(${DT})`)}, start)`);
     if (parent) parts.push(notInParent(...parent));
     return `(${parts.join(' AND ')})`;
   };
