@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { DEFAULT_CLAIM_FILTER_MAX_BYTES } from './claims/claims.ts';
 
 /**
  * The environment, parsed once into a typed config. A bad value stops start-up with a message
@@ -40,6 +41,8 @@ export interface Config {
   tokenCacheTtlMs: number;
   /** Token lookups sent to the engine at once; past it, a request with an uncached token gets 503. */
   tokenMaxConcurrentLookups: number;
+  /** Bytes each claim view's filter may hold (src/claims/filter.ts, 6 bytes per key); 0: every key is looked up. */
+  claimFilterMaxBytes: number;
 }
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -163,6 +166,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: oneOf(env, 'LOG_LEVEL', LOG_LEVELS, 'info'),
     tokenCacheTtlMs: int(env, 'TOKEN_CACHE_TTL_MS', 5000, 0, 3_600_000),
     tokenMaxConcurrentLookups: int(env, 'TOKEN_MAX_CONCURRENT_LOOKUPS', 16, 1, 1024),
+    claimFilterMaxBytes: int(env, 'CLAIM_FILTER_MAX_BYTES', DEFAULT_CLAIM_FILTER_MAX_BYTES, 0, 64 * 1024 * 1024 * 1024),
   };
 }
 
@@ -195,5 +199,6 @@ export const CONFIG_KEYS: ReadonlyArray<[string, string, string]> = [
   ['MAX_CONNECTIONS', '(derived)', 'open client connections at once (more are closed at accept); default: the open-file limit minus a reserve'],
   ['LOG_LEVEL', 'info', 'debug, info, warn, error or silent'],
   ['TOKEN_CACHE_TTL_MS', '5000', 'token lookups (known and unknown) are cached this long: a revoked token stops working within it; 0 = no cache'],
+  ['CLAIM_FILTER_MAX_BYTES', '268435456', 'memory of each in-memory claim filter (message ids, Idempotency-Keys; 6 bytes per key); past it more keys are looked up in the engine; 0 = every key'],
   ['TOKEN_MAX_CONCURRENT_LOOKUPS', '16', 'token lookups sent to the engine at once; past it, a request with a token not in the cache gets 503 + Retry-After'],
 ];

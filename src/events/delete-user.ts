@@ -10,7 +10,7 @@ import type { Database } from '../clickhouse/connection.ts';
 import { deleteWhere } from '../clickhouse/delete.ts';
 import { forgetCachedAnswers } from '../clickhouse/result-cache.ts';
 import { userIdForAlias } from './rows.ts';
-import { EVENT_QUERY_SETTINGS } from './read/source.ts';
+import { READ_SETTINGS } from '../query/settings.ts';
 
 const TABLES = ['events', 'user_properties', 'group_memberships'] as const;
 
@@ -24,7 +24,7 @@ export async function deleteUser(db: Database, orgId: string, alias: string): Pr
     query: `SELECT (SELECT count() FROM events WHERE ${where}) + (SELECT count() FROM user_properties FINAL WHERE ${where}) + (SELECT count() FROM group_memberships FINAL WHERE ${where} AND NOT is_deleted) AS n`,
     query_params: params,
     format: 'JSONEachRow',
-    clickhouse_settings: EVENT_QUERY_SETTINGS,
+    clickhouse_settings: READ_SETTINGS,
   });
   const [{ n }] = await rs.json<{ n: string }>();
   for (const table of TABLES) await deleteWhere(db, table, where, params);

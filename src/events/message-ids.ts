@@ -1,39 +1,54 @@
 /**
- * Exactly-once storage of events that carry a `message_id` (schema/010-event-message-ids.sql has
- * the tables, the measurements and the race rule; README.md the guarantees as users see them).
+ * Exactly-once storage of events that carry a `message_id`, on the claims module
+ * (src/claims/claims.ts states the rule, the in-memory view and cluster mode; README.md the
+ * guarantees as users see them; schema/060-event-claims.sql the storage).
  *
- * One flush of the group committer (one INSERT for many requests, possibly of several
- * organizations, possibly of several service instances at once on the same database):
- *   1. reads the highest claim block number committed so far (`before`);
- *   2. looks the flush's message keys up among the claims of the last 7 days;
- *   3. leaves out of the INSERT every row whose key is already claimed, or is repeated earlier in
- *      the same flush (same request or another one): the first occurrence is the one stored;
- *   4. INSERTs the rest; the materialized view writes their claims in the same statement;
- *   5. reads the highest claim block again: when it is `before` + 1, the only claim part committed
- *      meanwhile is this flush's own and no race was possible (one INSERT in flight, one instance:
- *      always). Otherwise it reads the claims of its keys committed after `before`: where another
- *      flush's claim has a lower block number (it committed first), this flush lost a race and
- *      deletes its own rows and claims before any request of the flush is answered.
- * Steps 1-5 all run again for each half when the group committer splits a refused batch, so a
- * split recounts everything from scratch. Flushes without any message_id skip all of it.
- *
- * Why no in-process cache of recent ids: a hit would only spare a key in a lookup that runs
- * anyway for the flush's other keys (new ids, the common case, always need the database: another
- * instance may have stored them), and it would have to be kept consistent with step 5's deletes.
+ * The claim of an event is its own row: `events.message_key`, MD5 of `org_id:message_id`, written
+ * in the same part as the event, so no crash can store an event without its claim or the other
+ * way round. One flush of the group committer (one INSERT for many requests, possibly of several
+ * organizations, possibly racing other flushes of this or another instance):
+ *   1. keeps the first occurrence of each key in the flush (same request or another one);
+ *   2. asks the claim view about the rest: the keys it may hold (retries, and its false
+ *      positives) are looked up in `events` (the last 7 days); claimed ones are left out;
+ *   3. adds the keys it stores to the view and INSERTs;
+ *   4. advances the view (the claims committed since step 2, by block number): where another
+ *      flush claimed one of its keys in a lower block (it committed first), this flush lost a
+ *      race, and deletes its own copies (lightweight DELETE) before any request is answered; a
+ *      later copy of another flush (whose service may have died before deleting it) goes too.
+ * A flush the group committer splits (a refused batch) runs every step again for each half.
+ * Flushes without any message_id skip all of it.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { hash } from 'node:crypto';
+import { claimKey, ClaimView, DEFAULT_CLAIM_FILTER_MAX_BYTES, losers, type ClaimKey, type ClaimTable, type ClaimViewOptions, type StoredClaim } from '../claims/claims.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
-import { formatDbDate } from '../time/iso.ts';
-import { encodeEventRows, toEventRows } from './rows.ts';
+import { encodeEventRows, MAX_EVENT_AGE_MS, toEventRows } from './rows.ts';
 import type { ParsedEvent } from './schema.ts';
 
 /** An item whose message_id was stored less than this long ago (same organization) is not stored again. */
 export const MESSAGE_ID_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
 
-/** The claim key of a message id: MD5 of `org_id:message_id`, hex; the view computes the same in SQL. */
-export function messageKey(orgId: string, messageId: string): string {
-  return hash('md5', `${orgId.toLowerCase()}:${messageId}`, 'hex');
+/** The claim key of a message id: MD5 of `org_id:message_id`; the column's DEFAULT computes the same in SQL. */
+export function messageKey(orgId: string, messageId: string): ClaimKey {
+  return claimKey(orgId.toLowerCase(), messageId);
+}
+
+/** Where event claims live: the events themselves (schema/060). */
+export const EVENT_CLAIMS: ClaimTable = {
+  table: 'events',
+  key: 'message_key',
+  isClaim: "message_key != toFixedString('', 16)",
+  claimedAt: 'received_at',
+  windowMs: MESSAGE_ID_WINDOW_MS,
+  // A stored timestamp is never more than MAX_EVENT_AGE_MS before its reception (rows.ts): the
+  // sorting key's day then prunes the read to the window's weeks.
+  prune: (since) => `timestamp >= ${since} - toIntervalMillisecond(${MAX_EVENT_AGE_MS})`,
+  rowId: 'event_id',
+  scope: 'org_id',
+};
+
+/** The claim view of event message ids (one per process: every flush shares it). */
+export function eventClaimView(options: ClaimViewOptions): ClaimView {
+  return new ClaimView(EVENT_CLAIMS, options);
 }
 
 /**
@@ -48,7 +63,7 @@ export class EventChunk {
     readonly body: Buffer,
     readonly rows: number,
     /** Per row, its message key, or undefined; undefined when no row has a message id. */
-    readonly keys?: readonly (string | undefined)[],
+    readonly keys?: readonly (ClaimKey | undefined)[],
     /** Per row, its event id (only with `keys`). */
     readonly eventIds?: readonly string[],
   ) {}
@@ -92,133 +107,112 @@ export function encodeEventChunk(orgId: string, events: readonly ParsedEvent[], 
 
 interface OwnRow {
   chunk: EventChunk;
+  /** Its row in the chunk. */
+  position: number;
+  key: ClaimKey;
   eventId: string;
+  /** The block of its part, when the advance read it back (an INSERT over two partitions makes two parts). */
+  block?: bigint;
 }
 
 /**
  * Stores the chunks' rows once per message id (steps above) with `insert`, which takes the bodies
- * to send as one INSERT. Sets each chunk's `duplicates`. Throws what `insert` or a lookup throws;
- * nothing is answered before it returns.
+ * to send as one INSERT. Sets each chunk's `duplicates`. Throws what `insert` or a read throws;
+ * nothing is answered before it returns. `claims`: the process's view; without it, a fresh one
+ * (a process of its own, as far as the race is concerned).
  */
 export async function insertOnce(
   client: ClickHouseClient,
   chunks: readonly EventChunk[],
   insert: (bodies: Buffer[]) => Promise<void>,
-  opts: { now?: number; clustered?: boolean } = {},
+  opts: { now?: number; clustered?: boolean; claims?: ClaimView } = {},
 ): Promise<void> {
   const now = opts.now ?? Date.now();
   for (const c of chunks) c.duplicates = 0;
   if (!chunks.some((c) => c.keys)) return insert(chunks.map((c) => c.body));
+  const view = opts.claims ?? eventClaimView({ maxBytes: DEFAULT_CLAIM_FILTER_MAX_BYTES, clustered: opts.clustered ?? false });
+  await view.ready(client);
+  const from = view.watermark;
 
-  // Cluster mode (CLICKHOUSE_CLUSTER): claims live in per-shard local tables behind a Distributed
-  // one; block numbers are per shard and lightweight DELETEs do not go through Distributed, so
-  // steps 1 and 5 are skipped: lookups and same-flush dedup hold, the race of two flushes of the
-  // same id at the same moment is not closed there (README).
-  const before = opts.clustered ? undefined : await highestClaimBlock(client);
-  const claimed = await claimedKeys(client, distinctKeys(chunks), new Date(now - MESSAGE_ID_WINDOW_MS));
-
-  const seen = claimed;
-  const own = new Map<string, OwnRow>();
-  const bodies: Buffer[] = [];
+  // Step 1: the first occurrence of each key; step 2: those the view may hold.
+  const first = new Map<string, OwnRow>();
+  const repeated = new Map<EventChunk, number[]>();
+  const maybe: ClaimKey[] = [];
   for (const chunk of chunks) {
-    if (!chunk.keys) {
-      bodies.push(chunk.body);
-      continue;
-    }
-    const dropped: number[] = [];
+    if (!chunk.keys) continue;
     chunk.keys.forEach((key, row) => {
       if (key === undefined) return;
-      if (seen.has(key)) dropped.push(row);
-      else {
-        seen.add(key);
-        own.set(key, { chunk, eventId: chunk.eventIds![row] });
-      }
+      const id = key.toString('latin1');
+      if (first.has(id)) return void (repeated.get(chunk) ?? repeated.set(chunk, []).get(chunk)!).push(row);
+      first.set(id, { chunk, position: row, key, eventId: chunk.eventIds![row] });
+      if (view.mayHold(key)) maybe.push(key);
     });
-    chunk.duplicates = dropped.length;
-    if (dropped.length < chunk.rows) bodies.push(dropped.length === 0 ? chunk.body : chunk.without(dropped));
   }
+  const claimed = new Set<string>();
+  if (maybe.length > 0) {
+    const orgs = [...new Set(chunks.map((c) => c.orgId))];
+    for (const c of await view.lookup(client, maybe, (p) => `org_id IN ${p.add(orgs, 'Array(UUID)')}`)) claimed.add(c.key.toString('latin1'));
+  }
+
+  // The rows left out, per chunk (ascending), and the rows this flush stores.
+  const own = new Map<string, OwnRow>();
+  const dropped = new Map<EventChunk, number[]>(repeated);
+  for (const [id, row] of first) {
+    if (claimed.has(id)) (dropped.get(row.chunk) ?? dropped.set(row.chunk, []).get(row.chunk)!).push(row.position);
+    else own.set(id, row);
+  }
+  const bodies: Buffer[] = [];
+  for (const chunk of chunks) {
+    const rows = dropped.get(chunk)?.sort((a, b) => a - b) ?? [];
+    chunk.duplicates = rows.length;
+    if (rows.length < chunk.rows) bodies.push(rows.length === 0 ? chunk.body : chunk.without(rows));
+  }
+  for (const row of own.values()) view.add(row.key, now);
   if (bodies.length > 0) await insert(bodies);
-  if (own.size === 0 || before === undefined) return;
+  if (own.size === 0 || !view.ordered) return;
 
-  // Fast path: when the highest claim block is just `before` + 1, the only claim part committed
-  // since the lookup is this flush's own, so no other flush can hold a lower block on these keys.
-  // (A week boundary, a DELETE or any other flush's INSERT in between takes the slow path.)
-  const after = await highestClaimBlock(client);
-  if (BigInt(after) === BigInt(before) + 1n) return;
-  const lost = (await racesLost(client, own, before)).map((key) => own.get(key)!);
-  if (lost.length === 0) return;
-  await deleteOwnRows(client, lost);
-  for (const row of lost) row.chunk.duplicates++;
+  // Step 4.
+  const marker = own.values().next().value!.eventId;
+  const { own: ownBlocks, others } = await view.advance(client, [marker], from);
+  const block = ownBlocks.get(marker);
+  // The marker row is the flush's own: not finding it means something deleted it meanwhile, and
+  // the order of this flush against others is unknown. A 503: the retry is decided afresh.
+  if (block === undefined) throw new Error('message ids: the flush could not find its own rows after its INSERT');
+  for (const claim of others) {
+    const row = own.get(claim.key.toString('latin1'));
+    if (row?.eventId === claim.rowId) row.block = claim.block;
+  }
+  // Two claims of one key: the later one goes, whoever wrote it (see claims.ts). Own keys are
+  // decided here; other keys the view already held are looked up (their first claim may be older
+  // than this read), which only happens when writers raced.
+  const contested: StoredClaim[] = [];
+  const suspects: StoredClaim[] = [];
+  for (const claim of others) {
+    const row = own.get(claim.key.toString('latin1'));
+    if (row && row.eventId !== claim.rowId) contested.push(claim, { key: row.key, rowId: row.eventId, scope: row.chunk.orgId, block: row.block ?? block });
+    else if (!row && claim.known) suspects.push(claim);
+  }
+  if (suspects.length > 0) {
+    const orgs = [...new Set(suspects.map((c) => c.scope))];
+    contested.push(...(await view.lookup(client, suspects.map((c) => c.key), (p) => `org_id IN ${p.add(orgs, 'Array(UUID)')}`)));
+  }
+  const undone = losers(contested);
+  if (undone.length === 0) return;
+  await deleteRows(client, undone);
+  const ownRows = new Map([...own.values()].map((r) => [r.eventId, r]));
+  for (const c of new Map(undone.map((c) => [c.rowId, c])).values()) {
+    const row = ownRows.get(c.rowId);
+    if (row) row.chunk.duplicates++;
+  }
 }
 
-function distinctKeys(chunks: readonly EventChunk[]): string[] {
-  const keys = new Set<string>();
-  for (const c of chunks) for (const k of c.keys ?? []) if (k !== undefined) keys.add(k);
-  return [...keys];
-}
-
-async function rowsOf(client: ClickHouseClient, query: string, params: ParamBag): Promise<string[][]> {
-  const rs = await client.query({ query, query_params: params.toParams(), format: 'TabSeparated' });
-  const text = await rs.text();
-  return text === '' ? [] : text.slice(0, -1).split('\n').map((line) => line.split('\t'));
-}
-
-/** Every claim with a block number up to this one was committed before the call (see the schema file). */
-async function highestClaimBlock(client: ClickHouseClient): Promise<string> {
-  const rows = await rowsOf(
-    client,
-    `SELECT max(max_block_number) FROM system.parts WHERE database = currentDatabase() AND table = 'event_message_ids' AND active`,
-    new ParamBag(),
-  );
-  return rows[0]?.[0] ?? '0';
-}
-
-const keySet = (params: ParamBag, keys: readonly string[]) =>
-  `message_key IN (SELECT toFixedString(unhex(arrayJoin(${params.add(keys, 'Array(String)')})), 16))`;
-
-/** The keys, among these, claimed at or after `since`. */
-async function claimedKeys(client: ClickHouseClient, keys: readonly string[], since: Date): Promise<Set<string>> {
+/** Lightweight DELETE of these events (claims that lost); it returns once every query sees it. */
+async function deleteRows(client: ClickHouseClient, rows: readonly StoredClaim[]): Promise<void> {
   const params = new ParamBag();
-  const rows = await rowsOf(
-    client,
-    `SELECT DISTINCT lower(hex(message_key)) FROM event_message_ids
-     WHERE ${keySet(params, keys)} AND received_at >= ${params.add(formatDbDate(since), "DateTime64(3, 'UTC')")}`,
-    params,
-  );
-  return new Set(rows.map((r) => r[0]));
-}
-
-/** The keys of this flush whose first claim (lowest block number) is another flush's. */
-async function racesLost(client: ClickHouseClient, own: ReadonlyMap<string, OwnRow>, before: string): Promise<string[]> {
-  const params = new ParamBag();
-  const rows = await rowsOf(
-    client,
-    `SELECT lower(hex(message_key)), argMin(event_id, _block_number) FROM event_message_ids
-     WHERE ${keySet(params, [...own.keys()])} AND _block_number > ${params.add(before, 'UInt64')}
-     GROUP BY message_key`,
-    params,
-  );
-  return rows.filter(([key, firstEventId]) => own.get(key)?.eventId !== firstEventId).map(([key]) => key);
-}
-
-/**
- * Lightweight DELETEs of these rows of this flush, events first (should the second fail, the claim
- * left behind still names a stored copy: the winner's). They return once every query sees them.
- */
-async function deleteOwnRows(client: ClickHouseClient, rows: readonly OwnRow[]): Promise<void> {
-  const eventIds = rows.map((r) => r.eventId);
-  const orgIds = [...new Set(rows.map((r) => r.chunk.orgId))];
-  const settings = { lightweight_deletes_sync: '2' };
-  let params = new ParamBag();
+  const orgIds = [...new Set(rows.map((r) => r.scope))];
   await client.command({
-    query: `DELETE FROM events WHERE org_id IN (SELECT arrayJoin(${params.add(orgIds, "Array(UUID)")})) AND event_id IN (SELECT arrayJoin(${params.add(eventIds, "Array(UUID)")}))`,
+    query: `DELETE FROM events WHERE org_id IN (SELECT arrayJoin(${params.add(orgIds, 'Array(UUID)')})) AND event_id IN (SELECT arrayJoin(${params.add([...new Set(rows.map((r) => r.rowId))], 'Array(UUID)')}))`,
     query_params: params.toParams(),
-    clickhouse_settings: settings,
-  });
-  params = new ParamBag();
-  await client.command({
-    query: `DELETE FROM event_message_ids WHERE event_id IN (SELECT arrayJoin(${params.add(eventIds, "Array(UUID)")}))`,
-    query_params: params.toParams(),
-    clickhouse_settings: settings,
+    clickhouse_settings: { lightweight_deletes_sync: '2' },
   });
 }

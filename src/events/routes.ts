@@ -1,5 +1,6 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { Readable } from 'node:stream';
+import type { ClaimView } from '../claims/claims.ts';
 import { insertDataError } from '../clickhouse/errors.ts';
 import type { AppDeps } from '../server/context.ts';
 import { answer, defineRoute, type Feature } from '../server/route.ts';
@@ -8,15 +9,19 @@ import { deleteUser } from './delete-user.ts';
 import { userAliasParam } from './rows.ts';
 import { GroupCommitter } from './group-commit.ts';
 import { MAX_EVENT_BATCH_BYTES } from './limits.ts';
-import { encodeEventChunk, EventChunk, insertOnce } from './message-ids.ts';
+import { encodeEventChunk, eventClaimView, EventChunk, insertOnce } from './message-ids.ts';
 import { eventBatchSchema, ingestResultSchema, parseEventBatch, type ParsedEvent } from './schema.ts';
 
 export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> {
   const { ingest } = deps.config;
+  // The process's view of the message ids claimed in the window; cluster mode is known only once
+  // the database is connected, after the route table is built.
+  let claims: ClaimView | undefined;
   const insert = async (chunks: EventChunk[], rows: number) => {
     try {
       const client = deps.db.client();
-      await insertOnce(client, chunks, (bodies) => insertEvents(client, bodies), { clustered: deps.db.cluster !== undefined });
+      claims ??= eventClaimView({ maxBytes: deps.config.claimFilterMaxBytes, clustered: deps.db.cluster !== undefined });
+      await insertOnce(client, chunks, (bodies) => insertEvents(client, bodies), { claims });
     } catch (err) {
       // The requests get a 503 (retry), or a 400 when their own rows are at fault: the engine's
       // message is only here, for the operator.

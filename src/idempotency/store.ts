@@ -13,9 +13,18 @@
  * CLAIM_LEASE_MS; after that another request may claim it and run the handler again. If the dead
  * request had already stored its data, that data is stored twice: releases get a new id each time
  * (survey responses upsert by their own id, so for them the re-run is harmless).
+ *
+ * Claims (src/claims/claims.ts): a request reads its key's rows before claiming it only when the
+ * process's claim view may hold the key (a retry, or a false positive); a key the view does not
+ * hold was not claimed by this process, so the request claims at once. That read only spares a
+ * claim: the read after the claim decides, with the rule of every claim (the lowest block
+ * number wins), and finds the answer or the running claim of a request of another instance. The
+ * view is not advanced by block number here: a key another instance used costs this process one
+ * claim row and its withdrawal, never a wrong answer.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { hash, randomUUID } from 'node:crypto';
+import { claimKey, ClaimView, DEFAULT_CLAIM_FILTER_MAX_BYTES, type ClaimTable } from '../claims/claims.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { formatDbDate } from '../time/iso.ts';
 import { conflict, DomainError, invalid } from '../errors.ts';
@@ -61,13 +70,35 @@ export function checkedKey(raw: string | string[] | undefined): string | undefin
   return key;
 }
 
+/** Where Idempotency-Key claims live (schema/011): the `pending` rows. */
+export const IDEMPOTENCY_CLAIMS: ClaimTable = {
+  table: 'idempotency_keys',
+  key: "MD5(concat(toString(org_id), ':', endpoint, ':', key))",
+  isClaim: "state = 'pending'",
+  claimedAt: 'created_at',
+  windowMs: IDEMPOTENCY_WINDOW_MS,
+  rowId: 'claim_id',
+  scope: 'org_id',
+};
+
 export class IdempotencyStore {
+  private view: ClaimView | undefined;
+
   /** `clustered`: CLICKHOUSE_CLUSTER mode, where claims are ordered by time, not by commit (schema/011). */
   constructor(
     private readonly client: () => ClickHouseClient,
     /** Read when needed: the route table is built before anything talks to the database. */
     private readonly isClustered: () => boolean = () => false,
+    /** CLAIM_FILTER_MAX_BYTES. */
+    private readonly filterMaxBytes = DEFAULT_CLAIM_FILTER_MAX_BYTES,
   ) {}
+
+  /** The process's view of the keys claimed in the last 24 hours, loaded at the first request. */
+  private async claims(): Promise<ClaimView> {
+    this.view ??= new ClaimView(IDEMPOTENCY_CLAIMS, { maxBytes: this.filterMaxBytes, clustered: this.isClustered() });
+    await this.view.ready(this.client());
+    return this.view;
+  }
 
   /**
    * Runs `work` once per (org, endpoint, key) and body within 24 hours, and returns its answer, or
@@ -77,10 +108,15 @@ export class IdempotencyStore {
    */
   async run(req: IdempotentRequest, work: () => Promise<StoredAnswer>): Promise<StoredAnswer & { replayed: boolean }> {
     const bodyHash = hash('sha256', JSON.stringify(req.body) ?? '', 'hex');
-    const earlier = this.outcome(await this.rows(req), bodyHash, undefined);
-    if (earlier) return earlier;
+    const view = await this.claims();
+    const key = claimKey(req.orgId.toLowerCase(), req.endpoint, req.key);
+    if (view.mayHold(key)) {
+      const earlier = this.outcome(await this.rows(req), bodyHash, undefined);
+      if (earlier) return earlier;
+    }
 
     const claimId = randomUUID();
+    view.add(key, Date.now());
     await this.append(req, { claimId, state: 'pending', bodyHash, status: 0, response: '' });
     const afterClaim = this.outcome(await this.rows(req), bodyHash, claimId);
     if (afterClaim) {

@@ -13,6 +13,12 @@ import { MICROS_PER_DAY, MICROS_PER_HOUR, formatDbMicros, type HistogramPlan } f
  * code; `alias` names a sub-expression (unique per query level, made of code only).
  */
 export function bucketIndexSql(column: string, plan: HistogramPlan, bag: ParamBag, alias: string): string {
+  // An empty series (no record in scope gave it a bound) puts every row in no bucket. Not the
+  // general form: its range cannot hold (boundary = start), a cluster's initiator folds it to a
+  // constant before sending the query to the shards, and a constant ROLLUP key is dropped from
+  // GROUP BY while grouping() still names it, which the engine refuses. materialize() is never
+  // folded.
+  if (plan.starts.length === 0) return 'materialize(CAST(NULL AS Nullable(Int64)))';
   const start = bag.add(formatDbMicros(plan.start), "DateTime64(6, 'UTC')");
   const boundary = bag.add(formatDbMicros(plan.boundary), "DateTime64(6, 'UTC')");
   const inSeries = `${column} >= ${start} AND ${column} < ${boundary}`;

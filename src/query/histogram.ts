@@ -17,6 +17,7 @@
  *   (Jan 31 + 1 month = Feb 29 in 2024, + 2 months = Mar 31), as ClickHouse's addMonths does.
  * - end < start gives an empty series (nothing can fall in it).
  */
+import { parseInstantMicros } from '../time/iso.ts';
 
 export type MinInterval = 'hour' | 'day' | 'month';
 
@@ -54,6 +55,19 @@ export function planHistogram(start: bigint, end: bigint, unit: MinInterval, max
   const n = Number((end - start) / step) + 1;
   const starts = Array.from({ length: n }, (_, i) => start + BigInt(i) * step);
   return freezePlan(unit, Number(k), start, end, starts, start + BigInt(n) * step);
+}
+
+/**
+ * The series of a date level: the range where it gives a bound; a missing side from the data in
+ * scope (the first value truncated to the start of its UTC hour/day/month, so keys read
+ * 2024-01-01T00:00:00.000000Z rather than the odd instant of the first record; the last value as
+ * is). No value in scope (`data` min/max null): an empty series.
+ */
+export function planSeries(range: { start?: string; end?: string } | undefined, data: { min: bigint | null; max: bigint | null } | undefined, unit: MinInterval, maxBuckets: number): HistogramPlan {
+  const start = range?.start !== undefined ? parseInstantMicros(range.start) : data?.min != null ? truncateTo(data.min, unit) : null;
+  const end = range?.end !== undefined ? parseInstantMicros(range.end) : data?.max ?? null;
+  if (start === null || end === null) return planHistogram(0n, -1n, unit, maxBuckets);
+  return planHistogram(start, end, unit, maxBuckets);
 }
 
 function planMonths(start: bigint, end: bigint, maxBuckets: number): HistogramPlan {

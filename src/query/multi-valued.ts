@@ -1,7 +1,7 @@
 /**
  * Multi-valued group_by levels (a survey response's answers to one question, a user's groups of
  * one type): one row per distinct value, and the marker that lets parent levels count each record
- * once without a hash set of ids (rollup.ts docCountSql).
+ * once without a hash set of ids (ranked-buckets.ts docCountSql).
  */
 
 /**
@@ -10,7 +10,7 @@
  * `valuesSql` is an Array(String) expression. The joined tuple is (value, its 1-based position,
  * level) under the alias `level<N>_j`:
  * - the position lets the parent levels count each record once without uniqExact(id) (see
- *   isFirstOfLevelSql and rollup.ts);
+ *   isFirstOfLevelSql and ranked-buckets.ts);
  * - the level number keeps the arrayJoin distinct: the engine merges identical arrayJoin
  *   expressions into one (zipping instead of multiplying), which would break the same rule given
  *   twice (a co-occurrence matrix of one question's answers).

@@ -1,18 +1,20 @@
 /**
- * Rows of the ranked rollup (rollup.ts) -> the nested aggregation body the API returns: one level
+ * Bucket shaping: rows of the ranked-bucket query (ranked-buckets.ts) -> the nested aggregation
+ * body the API returns (survey responses, events): one level
  * object per group_by rule, `{...head, buckets: [{key, doc_count, <metrics>, aggregations?}]}`.
  * Date levels list every bucket of their dense series (zeros included) under `interval`; term
  * levels list the kept buckets, largest doc_count first (ties by key, byte order), their `fill`
  * keys with zeros when absent, and `other_doc_count`.
  */
-import { byteOrder } from './rollup.ts';
+import { byteOrder } from './ranked-buckets.ts';
 import { formatMicros, type HistogramPlan } from './histogram.ts';
 
 export type ShapeLevel =
   | { readonly kind: 'date'; readonly head: Readonly<Record<string, unknown>>; readonly plan: HistogramPlan }
   | { readonly kind: 'terms'; readonly head: Readonly<Record<string, unknown>>; readonly fill?: readonly string[] };
 
-export interface RollupRow {
+/** One row of the ranked-bucket query: depth, keys k1..k<depth>, counts, extra metric columns. */
+export interface BucketRow {
   depth: number | string;
   doc_count: number | string;
   other_doc_count: number | string;
@@ -31,11 +33,18 @@ export interface Shaped {
   aggregations: Record<string, unknown>;
 }
 
-/** `maxBuckets` bounds the buckets of the whole answer; past it `tooMany()` is thrown. */
-export function shapeRollup(levels: readonly ShapeLevel[], rows: readonly RollupRow[], metrics: readonly string[], maxBuckets: number, tooMany: () => Error): Shaped {
+/**
+ * `maxBuckets` bounds the buckets of the whole answer; past it `tooMany()` is thrown. `extra` adds
+ * fields to each bucket from its path (the keys down to it; a date level's key is its index), for
+ * figures that are not a number per row (the survey metrics).
+ */
+export function shapeBuckets(
+  levels: readonly ShapeLevel[], rows: readonly BucketRow[], metrics: readonly string[], maxBuckets: number, tooMany: () => Error,
+  extra?: (path: readonly (string | number)[]) => Record<string, unknown>,
+): Shaped {
   type Child = { key: string | number; doc_count: number; other: number; metrics: Record<string, number> };
   const children = new Map<string, Child[]>();
-  const readMetrics = (row: RollupRow) => Object.fromEntries(metrics.map((m) => [m, Number(row[m] ?? 0)]));
+  const readMetrics = (row: BucketRow) => Object.fromEntries(metrics.map((m) => [m, Number(row[m] ?? 0)]));
   let top: Shaped['top'] = { doc_count: 0, ...Object.fromEntries(metrics.map((m) => [m, 0])) };
   const keyOf = (level: number, raw: string | number | null | undefined) => (levels[level].kind === 'date' ? Number(raw) : String(raw));
   for (const row of rows) {
@@ -59,7 +68,10 @@ export function shapeRollup(levels: readonly ShapeLevel[], rows: readonly Rollup
     const found = children.get(JSON.stringify(path)) ?? [];
     emitted += spec.kind === 'date' ? spec.plan.starts.length : Math.max(found.length, spec.fill?.length ?? 0);
     if (emitted > maxBuckets) throw tooMany();
-    const nested = (key: string | number) => (depth + 1 < levels.length ? { aggregations: level(depth + 1, [...path, key]) } : {});
+    const nested = (key: string | number) => ({
+      ...extra?.([...path, key]),
+      ...(depth + 1 < levels.length ? { aggregations: level(depth + 1, [...path, key]) } : {}),
+    });
 
     if (spec.kind === 'date') {
       const byIndex = new Map(found.map((c) => [c.key, c]));

@@ -27,13 +27,19 @@
  *   three 100-bucket histograms would be a million zeros); beyond it the answer is a 400
  *   `query_too_expensive` asking for fewer buckets or levels, as Elasticsearch's max_buckets does.
  */
-import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
-import { tooExpensive } from '../errors.ts';
-import { QUERY_SETTINGS, fromScope, type Scope } from './compile.ts';
+import { fromScope, type Scope } from './compile.ts';
+import { rawRowsSql } from './scope-rows.ts';
 import { COMPLETION_VALUES, queryScopeEntries } from './filters.ts';
 import { ignored, jsonObject } from '../validation.ts';
+import { compareSchema } from '../metrics/compare.ts';
+import { answerGroupFilter, answersCompleteColumn, completeRows } from './answer-rollups.ts';
+import type { ReleaseMark } from '../releases/marks.ts';
+import {
+  GROUP_METRIC_ROW, NO_COUNTS, RAW_METRIC_ROW, WEIGHTED_METRIC_ROW, countsOf, metricAggregates, metricRowColumns, metricsSchema, metricsServable, rollupMetricGroupsSql,
+  shapeMetrics, type MetricCounts, type MetricName, type Metrics,
+} from './metrics.ts';
 import {
   DATE_FIELD_COLUMNS,
   MAX_TERMS_BUCKETS,
@@ -44,30 +50,21 @@ import {
   type DateRule,
   type GroupByRule,
 } from './group-by.ts';
-import { formatMicros, parseInstantMicros, planHistogram, truncateTo, type HistogramPlan } from '../query/histogram.ts';
-import { DASHBOARD_QUERY_CACHE_SETTINGS, pollingCachedEntry, queryRows, requestKey } from '../clickhouse/result-cache.ts';
-import { byteOrder, compileRankedRollup, docCountSql as rollupDocCountSql } from '../query/rollup.ts';
+import { parseInstantMicros, planSeries, type HistogramPlan } from '../query/histogram.ts';
+import { checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, tooManyBuckets } from '../query/ranked-buckets.ts';
+import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
-import { rawRowsSql, rowsInScopeSql } from './scope-rows.ts';
-import { filtersServable, grainOf, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { filtersServable, grainOf, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type GroupColumn, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
-export { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
-import { MAX_RESPONSE_BUCKETS } from '../query/rollup.ts';
+export { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
+import { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
 
 /**
- * The grouped query's rows are the buckets of every level plus the total: a result past
- * MAX_RESPONSE_BUCKETS + 1 rows is refused by the engine (396, a 400 query_too_expensive) before it
- * reaches Node, where it could have been ~1M rows. Only the final result counts: the subqueries
- * that rank and cut the terms levels are not limited (checked on the engine, 26.x).
+ * The scope plus `group_by`, `metrics` (metrics.ts) and `compare` (aggregation-request.ts); `size`
+ * and `offset` are accepted and ignored, any other field is a 400.
  */
-const AGGREGATION_SETTINGS = Object.freeze({ ...QUERY_SETTINGS, max_result_rows: String(MAX_RESPONSE_BUCKETS + 1), result_overflow_mode: 'throw' as const });
-
-const tooManyBuckets = () =>
-  tooExpensive(`The aggregation would return more than ${MAX_RESPONSE_BUCKETS} buckets: lower date_histogram_buckets, narrow the range, or use fewer group_by levels`);
-
-/** The scope plus `group_by`; `size` and `offset` are accepted and ignored, any other field is a 400. */
 export const aggregationBodySchema = v.pipe(
-  jsonObject({ ...queryScopeEntries, group_by: groupBySchema, size: ignored, offset: ignored }, 'the aggregation body'),
+  jsonObject({ ...queryScopeEntries, group_by: groupBySchema, metrics: v.optional(metricsSchema), compare: v.optional(compareSchema), size: ignored, offset: ignored }, 'the aggregation body'),
   v.transform(({ size: _size, offset: _offset, ...body }) => body),
 );
 export type AggregationBody = v.InferOutput<typeof aggregationBodySchema>;
@@ -75,17 +72,28 @@ export type AggregationBody = v.InferOutput<typeof aggregationBodySchema>;
 export interface Bucket {
   key: string;
   doc_count: number;
+  metrics?: Metrics;
   aggregations?: LevelResult;
 }
 
 export type LevelResult =
-  | { field: DateField; interval: string; buckets: Bucket[] }
+  | { field: DateField; interval: string; buckets: Bucket[]; releases?: ReleaseMark[] }
   | { field: string; hidden_field_key?: string; question_id?: string; buckets: Bucket[]; other_doc_count: number };
+
+/** One comparison's tree (aggregation-request.ts): its range, and the same tree over it, with deltas. */
+export interface ComparisonResult {
+  range: { start: string; end: string };
+  hits: { total: { value: number } };
+  metrics?: Metrics;
+  aggregations: LevelResult;
+}
 
 export interface AggregationResult {
   took: number;
   hits: { total: { value: number } };
+  metrics?: Metrics;
   aggregations: LevelResult;
+  comparisons?: ComparisonResult[];
 }
 
 // --- (1) data bounds -------------------------------------------------------------------------------
@@ -120,76 +128,78 @@ export function readBounds(fields: readonly DateField[], row: Record<string, str
 
 /** The series of each date level (undefined for the other levels). */
 export function planLevels(rules: readonly GroupByRule[], range: Scope['range'], bounds: Bounds): (HistogramPlan | undefined)[] {
-  return rules.map((rule) => {
-    if (rule.kind !== 'date') return undefined;
-    const data = bounds[rule.field];
-    const start = range?.start !== undefined ? parseInstantMicros(range.start) : data?.min != null ? truncateTo(data.min, rule.minInterval) : null;
-    const end = range?.end !== undefined ? parseInstantMicros(range.end) : data?.max ?? null;
-    // No value of the field in scope: an empty series (end < start).
-    if (start === null || end === null) return planHistogram(0n, -1n, rule.minInterval, rule.buckets);
-    return planHistogram(start, end, rule.minInterval, rule.buckets);
-  });
+  return rules.map((rule) => (rule.kind === 'date' ? planSeries(range, bounds[rule.field], rule.minInterval, rule.buckets) : undefined));
 }
 
 // --- (3) the grouped query -------------------------------------------------------------------------
 
-export interface AggregationRow {
-  depth: number;
-  doc_count: number | string;
-  other_doc_count: number | string;
-  [key: `k${number}`]: string | number | null;
-}
+export type AggregationRow = BucketRow;
 
 /**
  * Depth d (0 = everything in scope) rows: k1..kd are the bucket keys down to that level (a date
  * level's key is its bucket index), `doc_count` counts distinct responses, `other_doc_count` is the
  * summed doc_count of the siblings beyond the first 100. Only rows under kept ancestors are returned.
  */
-export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupWindow): CompiledQuery {
+export function compileAggregation(
+  scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupWindow, metrics: readonly MetricName[] = [],
+): CompiledQuery {
   const bag = new ParamBag();
   if (rollup) {
+    const weighted = weightedSource(scope, rules, plans, rollup, bag, metrics);
     const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
-    return compiled(compileRankedRollup({ ...weightedSource(scope, rules, plans, rollup, bag), limit }), bag);
+    // Rollup-served metrics have no multi-valued level (metricsServable): every row counts in full.
+    const ranked = compileRankedBuckets({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit });
+    const check = answersCompleteColumn(scope, rollup, bag);
+    return compiled(check ? `SELECT *${check} FROM (${ranked})` : ranked, bag);
   }
   const source = fromScope(scope, bag);
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
-  return compiled(compileRankedRollup({ source, keys, count: docCountSql(rules), limit }), bag);
+  const metricColumns = metricAggregates(metrics, RAW_METRIC_ROW, firstFlagsPerDepth(rules));
+  return compiled(compileRankedBuckets({ source, keys, count: docCountSql(rules), metrics: metricColumns, limit }), bag);
+}
+
+/**
+ * Per depth (0..n), the condition under which a raw row counts in a bucket of that depth: the
+ * first value of every deeper multi-valued level ('' when there is none), as docCountSql counts.
+ */
+function firstFlagsPerDepth(rules: readonly GroupByRule[]): string[] {
+  return Array.from({ length: rules.length + 1 }, (_, d) => rules.flatMap((rule, i) => (i + 1 > d && isMultiValued(rule) ? [isFirstOfLevelSql(i + 1)] : [])).join(' AND '));
 }
 
 /**
  * The grouped source when the rollup answers part of the scope (rollups/read.ts): the same ranked
  * ROLLUP over a union of weighted rows. Each row carries the level keys u1..un and, per depth d,
  * the number of responses it stands for in a bucket of that depth (w0..wn):
- * - without an answer level, the rows in scope (scope-rows.ts): raw rows grouped by the columns the
- *   levels read and slice groups, each weighing its count at every depth;
- * - with one, the raw rows (those the rollup does not answer) one by one, 1 or the first-value
- *   flags of docCountSql; the slice groups with their count down to the answer level, their answer
- *   key NULL (in no bucket of that level or below); the slices' answer counts of that question,
- *   with their count from that level down.
+ * - raw rows (the part of the scope the rollup does not answer): 1, or the first-value flags of
+ *   docCountSql under a multi-valued level;
+ * - rollup groups: their response count down to the answer level (every depth when there is
+ *   none); their answer key is NULL, so they are in no bucket of that level or below;
+ * - rollup answer counts (of the one answer level's question): their count from that level down.
  */
-function weightedSource(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupWindow, bag: ParamBag): { source: string; keys: string[]; count: string } {
+function weightedSource(
+  scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupWindow, bag: ParamBag, metrics: readonly MetricName[],
+): { source: string; keys: string[]; count: string } {
   const n = rules.length;
   const depths = Array.from({ length: n + 1 }, (_, d) => d);
   const answerLevel = rules.findIndex((r) => r.kind === 'answer') + 1; // 1-based, 0 when none
   const weights = (w: (d: number) => string) => depths.map((d) => `toUInt64(${w(d)}) AS w${d}`).join(', ');
   const keysWith = (answerKey: string) =>
     rules.map((rule, i) => `${rule.kind === 'answer' ? answerKey : levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
-  // The group columns the levels' keys read (survey_id and created_at are on every rollup row).
-  const columns = rules.flatMap((r): ('completion' | 'end_reason')[] => (r.kind === 'completion' || r.kind === 'end_reason' ? [r.kind] : []));
 
   const sources: string[] = [];
-  if (answerLevel === 0) {
-    const rows = rowsInScopeSql(scope, rollup, bag, { keys: ['survey_id', 'created_at', ...columns] });
-    sources.push(`SELECT ${keysWith('')}, ${weights(() => 'group_rows')} FROM (${rows})`);
-  } else {
-    const raw = rawRowsSql(scope, bag, rollup);
-    if (raw !== undefined) {
-      const rawKeys = rules.map((rule, i) => `${levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
-      const firstFlags = (d: number) => rules.flatMap((rule, i) => (i + 1 > d && isMultiValued(rule) ? [isFirstOfLevelSql(i + 1)] : []));
-      sources.push(`SELECT ${rawKeys}, ${weights((d) => firstFlags(d).join(' AND ') || '1')} ${raw}`);
-    }
-    sources.push(`SELECT ${keysWith('CAST(NULL AS Nullable(String))')}, ${weights((d) => (d < answerLevel ? 'x_rows' : '0'))} FROM (${rollupGroupsSql(scope, rollup, bag, columns)})`);
+  // The raw rows the rollup does not answer (scope-rows.ts), one by one.
+  const raw = rawRowsSql(scope, bag, rollup);
+  if (raw !== undefined) {
+    const rawKeys = rules.map((rule, i) => `${levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
+    const firstFlags = (d: number) => rules.flatMap((rule, i) => (i + 1 > d && isMultiValued(rule) ? [isFirstOfLevelSql(i + 1)] : []));
+    sources.push(`SELECT ${rawKeys}, ${weights((d) => firstFlags(d).join(' AND ') || '1')}${metricRowColumns(metrics, RAW_METRIC_ROW)} ${raw}`);
+  }
+  // The group columns the levels' keys read (survey_id and created_at are on every rollup row).
+  const columns = rules.flatMap((r): GroupColumn[] => (r.kind === 'completion' || r.kind === 'end_reason' ? [r.kind] : []));
+  const groups = metrics.length === 0 ? rollupGroupsSql(scope, rollup, bag, columns) : rollupMetricGroupsSql(scope, rollup, bag, columns, metrics);
+  sources.push(`SELECT ${keysWith('CAST(NULL AS Nullable(String))')}, ${weights((d) => (answerLevel === 0 || d < answerLevel ? 'x_rows' : '0'))}${metricRowColumns(metrics, GROUP_METRIC_ROW)} FROM (${groups})`);
+  if (answerLevel > 0) {
     const rule = rules[answerLevel - 1] as Extract<GroupByRule, { kind: 'answer' }>;
     sources.push(`SELECT ${keysWith('CAST(answer_value AS Nullable(String))')}, ${weights((d) => (d >= answerLevel ? 'x_rows' : '0'))} FROM (${rollupAnswersSql(scope, rollup, rule.questionId, bag, columns)})`);
   }
@@ -200,103 +210,85 @@ function weightedSource(scope: Scope, rules: readonly GroupByRule[], plans: read
   };
 }
 
-/** doc_count per depth (query/rollup.ts): the hidden_field and answer levels are multi-valued. */
+/** doc_count per depth (query/ranked-buckets.ts): the hidden_field and answer levels are multi-valued. */
 export function docCountSql(rules: readonly GroupByRule[]): string {
-  return rollupDocCountSql(rules.map(isMultiValued));
+  return rankedDocCountSql(rules.map(isMultiValued));
 }
 
 // --- (4) shaping -----------------------------------------------------------------------------------
 
-/** Rows -> the nested body. Pure; `took` is passed in. */
+/** A bucket's place in the tree: the keys down to it (a date level's key is its bucket index). */
+export type BucketPath = readonly (string | number)[];
+const pathKey = (path: BucketPath) => JSON.stringify(path);
+
+/** What shapeAggregation adds to the counts: the metrics of every bucket, and their change from another tree. */
+export interface ShapeOptions {
+  metrics?: readonly MetricName[];
+  /** For a comparison's tree: the counts of the main range's bucket at the same path (the deltas). */
+  main?: (path: BucketPath) => MetricCounts;
+}
+
+/** The metric counts of each bucket of the rows, by path ([] = the whole scope). */
+export function countsByPath(rules: readonly GroupByRule[], rows: readonly AggregationRow[]): (path: BucketPath) => MetricCounts {
+  const byPath = new Map<string, MetricCounts>();
+  for (const row of rows) {
+    const depth = Number(row.depth);
+    const path: (string | number)[] = [];
+    for (let i = 1; i <= depth; i++) path.push(rules[i - 1].kind === 'date' ? Number(row[`k${i}`]) : String(row[`k${i}`]));
+    byPath.set(pathKey(path), countsOf(row));
+  }
+  return (path) => byPath.get(pathKey(path)) ?? NO_COUNTS;
+}
+
+/** Rows -> the nested body (src/query/shape.ts), with the metrics of every bucket when asked. Pure; `took` is passed in. */
 export function shapeAggregation(
   rules: readonly GroupByRule[],
   plans: readonly (HistogramPlan | undefined)[],
   rows: readonly AggregationRow[],
   took: number,
+  options: ShapeOptions = {},
 ): AggregationResult {
-  // children of each parent path (the JSON of its keys), with their own key and count
-  const children = new Map<string, { key: string | number; doc_count: number; other: number }[]>();
-  let total = 0;
-  for (const row of rows) {
-    const depth = Number(row.depth);
-    if (depth === 0) {
-      total = Number(row.doc_count);
-      continue;
+  const levels = rules.map((rule, i): ShapeLevel => {
+    switch (rule.kind) {
+      case 'date': return { kind: 'date', head: { field: rule.field }, plan: plans[i]! };
+      // The completion level always lists its three values, zeros included.
+      case 'completion': return { kind: 'terms', head: { field: rule.field }, fill: COMPLETION_VALUES };
+      case 'hidden_field': return { kind: 'terms', head: { field: rule.field, hidden_field_key: rule.key } };
+      case 'answer': return { kind: 'terms', head: { field: rule.field, question_id: rule.questionId } };
+      default: return { kind: 'terms', head: { field: rule.field } };
     }
-    const path = [];
-    for (let i = 1; i < depth; i++) path.push(normalizeKey(rules[i - 1], row[`k${i}`]));
-    const parent = JSON.stringify(path);
-    const list = children.get(parent) ?? [];
-    list.push({ key: normalizeKey(rules[depth - 1], row[`k${depth}`]), doc_count: Number(row.doc_count), other: Number(row.other_doc_count) });
-    children.set(parent, list);
-  }
-
-  let emitted = 0;
-  const level = (depth: number, path: (string | number)[]): LevelResult => {
-    const rule = rules[depth];
-    const found = children.get(JSON.stringify(path)) ?? [];
-    emitted += rule.kind === 'date' ? plans[depth]!.starts.length : Math.max(found.length, rule.kind === 'completion' ? 3 : 0);
-    if (emitted > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
-    const nested = (key: string | number): Pick<Bucket, 'aggregations'> =>
-      depth + 1 < rules.length ? { aggregations: level(depth + 1, [...path, key]) } : {};
-
-    if (rule.kind === 'date') {
-      const plan = plans[depth]!;
-      const counts = new Map(found.map((c) => [c.key, c.doc_count]));
-      return {
-        field: rule.field,
-        interval: plan.interval,
-        buckets: plan.starts.map((start, i) => ({ key: formatMicros(start), doc_count: counts.get(i) ?? 0, ...nested(i) })),
-      };
-    }
-    let entries = found.map((c) => ({ key: String(c.key), doc_count: c.doc_count }));
-    if (rule.kind === 'completion') {
-      const present = new Set(entries.map((e) => e.key));
-      entries = [...entries, ...COMPLETION_VALUES.filter((c) => !present.has(c)).map((key) => ({ key, doc_count: 0 }))];
-    }
-    entries.sort((a, b) => b.doc_count - a.doc_count || byteOrder(a.key, b.key));
-    const head: Omit<Extract<LevelResult, { other_doc_count: number }>, 'buckets' | 'other_doc_count'> = { field: rule.field };
-    if (rule.kind === 'hidden_field') head.hidden_field_key = rule.key;
-    if (rule.kind === 'answer') head.question_id = rule.questionId;
-    return {
-      ...head,
-      buckets: entries.map((e) => ({ key: e.key, doc_count: e.doc_count, ...nested(e.key) })),
-      other_doc_count: found[0]?.other ?? 0,
-    };
+  });
+  const names = options.metrics ?? [];
+  const counts = names.length ? countsByPath(rules, rows) : undefined;
+  const metricsAt = (path: BucketPath) => {
+    if (!counts) return {};
+    const mine = counts(path);
+    return { metrics: shapeMetrics(names, mine, options.main ? { from: mine, to: options.main(path) } : undefined) };
   };
-
-  return { took, hits: { total: { value: total } }, aggregations: level(0, []) };
+  const { top, aggregations } = shapeBuckets(levels, rows, [], MAX_RESPONSE_BUCKETS, tooManyBuckets, counts ? metricsAt : undefined);
+  return { took, hits: { total: { value: top.doc_count } }, ...metricsAt([]), aggregations: aggregations as LevelResult };
 }
 
-function normalizeKey(rule: GroupByRule, raw: string | number | null | undefined): string | number {
-  return rule.kind === 'date' ? Number(raw) : String(raw);
-}
-
-// --- the handler -----------------------------------------------------------------------------------
-
-/** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed scope and rules. */
-export async function aggregate(client: ClickHouseClient, scope: Scope, rules: readonly GroupByRule[], options: ReadOptions = {}): Promise<{ result: AggregationResult; watermark: number }> {
-  const started = performance.now();
-  // Cached as a whole request (result-cache.ts): the bounds and the pending marks it read are those
-  // its rows were computed with. They are read without any cache; the grouped query may use the
-  // engine's 3 s query cache (its SQL carries both).
-  const run: RunQuery = (q) => queryRows(client, q, { ...AGGREGATION_SETTINGS, ...DASHBOARD_QUERY_CACHE_SETTINGS });
-  const fresh: RunQuery = (q) => queryRows(client, q, AGGREGATION_SETTINGS);
-  const cached = pollingCachedEntry(client, requestKey('aggregation', [scope, rules, options]), async () => [await runAggregation(run, scope, rules, { ...options, fresh })]);
-  const [{ plans, rows }] = await cached.rows;
-  return { result: shapeAggregation(rules, plans, rows, Math.round(performance.now() - started)), watermark: cached.at };
+export interface AggregationOptions extends ReadOptions {
+  /** The metrics of every bucket (metrics.ts). */
+  metrics?: readonly MetricName[];
+  /** The series of the date levels, when the caller planned them (a comparison's: aggregation-request.ts). */
+  plans?: readonly (HistogramPlan | undefined)[];
 }
 
 /** The data bounds when a histogram needs them, the plans, then the grouped query. */
-export async function runAggregation(run: RunQuery, scope: Scope, rules: readonly GroupByRule[], options: ReadOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
-  const needBounds = fieldsNeedingBounds(rules, scope.range);
+export async function runAggregation(run: RunQuery, scope: Scope, rules: readonly GroupByRule[], options: AggregationOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
+  const metrics = options.metrics ?? [];
+  const needBounds = options.plans ? [] : fieldsNeedingBounds(rules, scope.range);
   const bounds = needBounds.length ? readBounds(needBounds, (await (options.fresh ?? run)<Record<string, string | null>>(compileBounds(scope, needBounds)))[0]) : {};
-  const plans = planLevels(rules, scope.range, bounds);
-  // The dense series alone (every date bucket under every date bucket) may already be too many.
-  if (plans.reduce((n, p) => n * (p ? Math.max(p.starts.length, 1) : 1), 1) > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
+  const plans = options.plans ? [...options.plans] : planLevels(rules, scope.range, bounds);
+  checkDenseBuckets(plans);
   // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
-  const grain = options.rollups !== false && filtersServable(scope) && rulesServable(rules) ? grainOf(plans) : null;
-  if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans)) };
-  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, grain) ?? undefined);
-  return { plans, rows: (await runWithPending<AggregationRow>(run, options.fresh ?? run, scope.orgId, compile))! };
+  // An answer filter's groups hold no other question's answers: no `answer` level with it (answer-rollups.ts).
+  const answerFiltered = answerGroupFilter(scope) !== undefined && rules.some((r) => r.kind === 'answer');
+  const grain = options.rollups !== false && filtersServable(scope) && !answerFiltered && rulesServable(rules) && metricsServable(rules, metrics) ? grainOf(plans) : null;
+  if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics)) };
+  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, grain) ?? undefined, metrics);
+  const rows = (await runWithPending<AggregationRow>(run, options.fresh ?? run, scope.orgId, compile))!;
+  return { plans, rows: completeRows(rows) ?? (await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics))) };
 }

@@ -8,27 +8,14 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
 import { scalarAsNumber, type FilterNode, type QueryScopeBody, type Scalar } from './filters.ts';
-import { formatDbMicros, parseInstantMicros } from '../query/histogram.ts';
+import { pageWindowAnchor, smallestWindowHolding, windowCountColumns, windowStartsBefore } from '../query/page-windows.ts';
+import { compileScopeWhere, DT64 as DT } from '../query/scope.ts';
+import { READ_SETTINGS } from '../query/settings.ts';
 import type { ResponsePosition } from './cursor.ts';
+import { answerFilterSql } from './answer-filter.ts';
 
-/**
- * Resource limits for every survey-response query (pass as `clickhouse_settings`). Over a limit
- * ClickHouse throws instead of running on (`*_overflow_mode: 'throw'`), and
- * src/clickhouse/errors.ts maps it: 158 TOO_MANY_ROWS, 307 TOO_MANY_BYTES, 396
- * TOO_MANY_ROWS_OR_BYTES, 241 MEMORY_LIMIT_EXCEEDED -> 400 query_too_expensive ("narrow the range");
- * 159 TIMEOUT_EXCEEDED, 202 TOO_MANY_SIMULTANEOUS_QUERIES -> 503 with Retry-After.
- * Sizing: a filtered search over 1.5M rows of one org took 26-330 ms on 2 cores, so 15 s is far
- * beyond any sane query; a read past 100M rows fails as soon as it passes the limit (a 100k limit
- * over 1.5M rows failed after 81 ms) rather than after a 15 s timeout. Memory stays low (streaming
- * aggregation, ORDER BY ... LIMIT); 2 GiB only stops a runaway.
- */
-export const QUERY_SETTINGS: ClickHouseSettings = Object.freeze({
-  max_execution_time: 15,
-  timeout_overflow_mode: 'throw',
-  max_rows_to_read: '100000000',
-  read_overflow_mode: 'throw',
-  max_memory_usage: '2147483648',
-});
+/** Resource limits of every survey-response query: the query language's read limits (src/query/settings.ts). */
+export const QUERY_SETTINGS: ClickHouseSettings = READ_SETTINGS;
 
 export interface Scope {
   orgId: string;
@@ -43,23 +30,15 @@ export function scopeOf(orgId: string, surveyIds: Scope['surveyIds'], body: Quer
   return { orgId, surveyIds, filtersBool: body.filters_bool, filters: body.filters, range: body.range };
 }
 
-const DT = "DateTime64(6, 'UTC')";
-
 /**
  * The WHERE expression (without the keyword): org first, then surveys, the created_at window,
  * then the filters joined by filtersBool in parentheses. Range bounds are inclusive DateTime64
  * texts ('YYYY-MM-DD HH:MM:SS.ffffff', as rangeSchema produces them).
  */
 export function compileScope(scope: Scope, bag: ParamBag): string {
-  const parts = [`org_id = ${bag.add(scope.orgId, 'UUID')}`];
-  if (scope.surveyIds !== '*') parts.push(`survey_id IN ${bag.add(scope.surveyIds, 'Array(UUID)')}`);
-  if (scope.range?.start !== undefined) parts.push(`created_at >= ${bag.add(scope.range.start, DT)}`);
-  if (scope.range?.end !== undefined) parts.push(`created_at <= ${bag.add(scope.range.end, DT)}`);
-  if (scope.filters.length > 0) {
-    const joiner = scope.filtersBool === 'OR' ? ' OR ' : ' AND ';
-    parts.push(`(${scope.filters.map((f) => compileFilter(f, bag)).join(joiner)})`);
-  }
-  return parts.join(' AND ');
+  const org = bag.add(scope.orgId, 'UUID');
+  const extra = scope.surveyIds !== '*' ? [`survey_id IN ${bag.add(scope.surveyIds, 'Array(UUID)')}`] : [];
+  return compileScopeWhere(scope, bag, { org, time: 'created_at', extra, filter: (f) => compileFilter(f, bag) });
 }
 
 /**
@@ -122,6 +101,8 @@ function positiveExpr(node: FilterNode, bag: ParamBag): string {
         : `completion IN ${bag.add(node.values, 'Array(String)')}`;
     case 'hidden_field':
       return hiddenFieldExpr(node, bag);
+    case 'answer':
+      return answerFilterSql(node, bag);
   }
   throw new Error(`unreachable filter node ${JSON.stringify(node)}`);
 }
@@ -247,16 +228,11 @@ const ISO_DATE_PREFIX = '^\\\\d{4}-\\\\d{2}-\\\\d{2}';
  * the whole range 36 ms per 1M responses, over one day of them a few ms. The former design ran the
  * whole-range page side by side with the count, both competing for the 2 cores.
  */
-export const PAGE_WINDOWS_SECONDS = [3600, 86_400, 7 * 86_400, 30 * 86_400, 365 * 86_400] as const;
+export { PAGE_WINDOWS_SECONDS, windowStartsBefore } from '../query/page-windows.ts';
 
 /** The window starts (DateTime64 texts, latest first) before min(range end, now, the cursor's position). */
 export function pageWindowStarts(rangeEnd: string | undefined, nowMs: number, after?: ResponsePosition): string[] {
-  const now = BigInt(nowMs) * 1000n;
-  const end = rangeEnd === undefined ? now : parseInstantMicros(rangeEnd) ?? now;
-  let anchor = end < now ? end : now;
-  const cursor = after ? parseInstantMicros(after.createdAt) : null;
-  if (cursor !== null && cursor < anchor) anchor = cursor;
-  return windowStartsBefore(anchor);
+  return windowStartsBefore(pageWindowAnchor(rangeEnd, nowMs, after?.createdAt));
 }
 
 /**
@@ -268,11 +244,6 @@ function afterSql(after: ResponsePosition, bag: ParamBag): string {
   return `(created_at <= ${c} AND (created_at < ${c} OR id < ${bag.add(after.id, 'UUID')}))`;
 }
 
-/** The window starts (DateTime64 texts, latest first) before an instant in µs. */
-export function windowStartsBefore(anchorMicros: bigint): string[] {
-  return PAGE_WINDOWS_SECONDS.map((s) => formatDbMicros(anchorMicros - BigInt(s) * 1_000_000n));
-}
-
 /**
  * With windows, the count also returns `newest`, the created_at of the newest match: when every
  * match is older than the largest window (an org whose responses stopped over a year before the
@@ -282,14 +253,14 @@ export function compileSearchCount(scope: Scope, windowStarts: readonly string[]
   const bag = new ParamBag();
   const source = fromScope(scope, bag);
   if (!after) {
-    const windows = windowStarts.map((w, i) => `, countIf(created_at >= ${bag.add(w, DT)}) AS w${i}`).join('');
+    const windows = windowCountColumns('created_at', windowStarts, bag);
     const newest = windowStarts.length > 0 ? ', toString(max(created_at)) AS newest' : '';
     return compiled(`SELECT count() AS total${windows}${newest} ${source}`, bag);
   }
   // With a cursor: `total` is still every match; the windows, `newest` and `after_total` count
   // the matches after the cursor, which the page is taken from.
   const cond = afterSql(after, bag);
-  const windows = windowStarts.map((w, i) => `, countIf(${cond} AND created_at >= ${bag.add(w, DT)}) AS w${i}`).join('');
+  const windows = windowCountColumns('created_at', windowStarts, bag, cond);
   const newest = windowStarts.length > 0 ? `, toString(maxIf(created_at, ${cond})) AS newest` : '';
   return compiled(`SELECT count() AS total, countIf(${cond}) AS after_total${windows}${newest} ${source}`, bag);
 }
@@ -321,11 +292,5 @@ export type SearchCountRow = { total: number | string; after_total?: number | st
  * are fewer), or undefined (the whole scope) when none does.
  */
 export function pageWindowStart(row: SearchCountRow | undefined, windowStarts: readonly string[], offset: number, size: number): string | undefined {
-  return windowStarts.find((_, i) => windowHoldsPage(row, i, offset, size));
-}
-
-/** True when window i holds the newest `offset + size` matches, or every match. */
-function windowHoldsPage(row: SearchCountRow | undefined, i: number, offset: number, size: number): boolean {
-  if (!row) return false;
-  return Number(row[`w${i}`] ?? 0) >= Math.min(offset + size, Number(row.total));
+  return row ? smallestWindowHolding(row, windowStarts, Math.min(offset + size, Number(row.total))) : undefined;
 }

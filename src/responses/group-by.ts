@@ -13,8 +13,8 @@ import { MIN_INTERVALS, type HistogramPlan, type MinInterval } from '../query/hi
 import { bucketIndexSql } from '../query/histogram-sql.ts';
 import { eachDistinctOrNull } from '../query/multi-valued.ts';
 
-export { MAX_GROUP_BY_LEVELS, MAX_HISTOGRAM_BUCKETS, MAX_TERMS_BUCKETS } from '../query/rollup.ts';
-import { MAX_GROUP_BY_LEVELS, MAX_HISTOGRAM_BUCKETS } from '../query/rollup.ts';
+export { MAX_GROUP_BY_LEVELS, MAX_HISTOGRAM_BUCKETS, MAX_TERMS_BUCKETS } from '../query/ranked-buckets.ts';
+import { MAX_GROUP_BY_LEVELS, MAX_HISTOGRAM_BUCKETS } from '../query/ranked-buckets.ts';
 
 /** API date field -> column (allow-list). `last_activity_at` is the time of the last answer. */
 export const DATE_FIELD_COLUMNS = {

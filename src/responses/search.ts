@@ -6,6 +6,7 @@ import { rowsInScopeSql } from './scope-rows.ts';
 import { MICROS_PER_HOUR, parseInstantMicros } from '../query/histogram.ts';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import type { ResponseRecord } from './record.ts';
+import { answersCompleteColumn, completeRows } from './answer-rollups.ts';
 import { decodeCursor, encodeCursor, type ResponsePosition } from './cursor.ts';
 
 export interface SearchInput extends Scope {
@@ -42,7 +43,8 @@ export async function runSearch(run: RunQuery, input: SearchInput, options: Read
       const window = rollupWindow(input.range, pending, 'month');
       return window ? compileRollupCount(input, window) : null;
     });
-    if (found) return searchFromRollup(run, input, found[0]);
+    const complete = found && completeRows(found);
+    if (complete) return searchFromRollup(run, input, complete[0]);
   }
   // The window counts only serve to pick the page's window: none without a page.
   const windows = input.size > 0 ? pageWindowStarts(input.range?.end, Date.now(), input.after) : [];
@@ -88,10 +90,10 @@ type RollupCountRow = { total: number | string; newest: string | null };
  */
 export function compileRollupCount(scope: Scope, window: RollupWindow): CompiledQuery {
   const bag = new ParamBag();
-  // The raw rows are few here (the partial hours at the ends, pending and edge hours): grouped by
-  // their created_at, they give the newest match like the slices do.
+  // The raw rows are few here (the partial hours at the ends, pending hours): grouped by their
+  // created_at, they give the newest match as the slices do.
   const rows = rowsInScopeSql(scope, window, bag, { keys: ['created_at'] });
-  return compiled(`SELECT sum(group_rows) AS total, toString(maxIfOrNull(created_at, group_rows > 0)) AS newest FROM (${rows})`, bag);
+  return compiled(`SELECT sum(group_rows) AS total, toString(maxIfOrNull(created_at, group_rows > 0)) AS newest${answersCompleteColumn(scope, window, bag)} FROM (${rows})`, bag);
 }
 
 /**

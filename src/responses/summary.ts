@@ -22,8 +22,9 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import { QUERY_SETTINGS, type Scope } from './compile.ts';
 import { rawGroupsSql, rowsInScopeSql } from './scope-rows.ts';
-import { DASHBOARD_QUERY_CACHE_SETTINGS, pollingCachedEntry, queryRows, requestKey } from '../clickhouse/result-cache.ts';
+import { cachedRequest } from '../query/request-cache.ts';
 import { COMPLETION_VALUES } from './filters.ts';
+import { answersCompleteColumn, completeRows } from './answer-rollups.ts';
 import { filtersServable, rollupRowsSql, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
 // --- the summary -----------------------------------------------------------------------------------
@@ -79,7 +80,7 @@ export interface SummaryRow {
  */
 export function compileSummary(scope: Scope, rollup?: RollupWindow): CompiledQuery {
   const bag = new ParamBag();
-  const groupKeys = ['completion', 'end_reason', 'language', 'hf_support'] as const;
+  const request = { keys: ['completion', 'end_reason', 'language', 'hf_support'] as const, scores: true };
   // Each part folds into the seven maps, as b_* columns of one row with the same types; the
   // parts' rows are then added up. (Inner aliases are neither column names nor lambda arguments
   // of the filters: ClickHouse resolves aliases in WHERE.)
@@ -88,7 +89,6 @@ export function compileSummary(scope: Scope, rollup?: RollupWindow): CompiledQue
     'sumMap(map(toString(completion), group_rows)) AS b_completion, sumMap(map(toString(end_reason), group_rows)) AS b_end_reason, ' +
     'sumMap(map(toString(language), group_rows)) AS b_language, ' +
     `sumMap(mapFromArrays(CAST(hf_support, 'Array(String)'), arrayMap(x -> group_rows, hf_support))) AS b_support FROM (${groups})`;
-  const request = { keys: groupKeys, scores: true };
   const parts: string[] = [];
   if (rollup && scope.filters.length === 0) {
     // Nothing narrows the groups: the slice totals are the summary's maps already (schema/050).
@@ -114,7 +114,7 @@ export function compileSummary(scope: Scope, rollup?: RollupWindow): CompiledQue
     `${nonEmptyKeys('sumMap(b_language)')} AS language_counts`,
     'sumMap(b_support) AS support_counts',
   ];
-  return compiled(`SELECT ${columns.join(', ')} FROM (${parts.join(' UNION ALL ')})`, bag);
+  return compiled(`SELECT ${columns.join(', ')}${answersCompleteColumn(scope, rollup, bag)} FROM (${parts.join(' UNION ALL ')})`, bag);
 }
 
 /** The engine row -> the summary object. Pure. */
@@ -182,18 +182,18 @@ function counts(found: Record<string, number | string> | undefined): Record<stri
 
 /** SEARCH /1.0/survey/<survey_ids>/response/summary, for a parsed scope. */
 export async function summarize(client: ClickHouseClient, scope: Scope, options: ReadOptions = {}): Promise<{ summary: Summary; watermark: number }> {
-  // The request is cached as a whole (result-cache.ts); within it, the pending marks are read
-  // without any cache and the main query may use the engine's 3 s query cache (its SQL names the
-  // pending slices, so a cached result was computed with the same ones).
-  const run: RunQuery = (q) => queryRows(client, q, { ...QUERY_SETTINGS, ...DASHBOARD_QUERY_CACHE_SETTINGS });
-  const fresh: RunQuery = (q) => queryRows(client, q, QUERY_SETTINGS);
-  const { rows, at } = pollingCachedEntry(client, requestKey('summary', [scope, options]), () => runSummary(run, scope, { ...options, fresh }));
-  return { summary: shapeSummary((await rows)[0]), watermark: at };
+  // The request is cached as a whole (src/query/request-cache.ts); within it, the pending marks
+  // are read without any cache and the main query may use the engine's 3 s query cache (its SQL
+  // names the pending slices, so a cached result was computed with the same ones).
+  const { value: rows, at } = await cachedRequest(client, 'summary', [scope, options], QUERY_SETTINGS, ({ run, fresh }) => runSummary(run, scope, { ...options, fresh }));
+  return { summary: shapeSummary(rows[0]), watermark: at };
 }
 
 /** The summary row: from the rollup where it answers (rollups/read.ts), the raw table for the rest. */
 export async function runSummary(run: RunQuery, scope: Scope, options: ReadOptions = {}): Promise<SummaryRow[]> {
   if (options.rollups === false || !filtersServable(scope)) return run<SummaryRow>(compileSummary(scope));
-  // null never comes back: without a window, compileSummary reads the raw table alone.
-  return (await runWithPending<SummaryRow>(run, options.fresh ?? run, scope.orgId, (pending) => compileSummary(scope, rollupWindow(scope.range, pending, 'month') ?? undefined)))!;
+  // null never comes back: without a window, compileSummary reads the raw table alone. An answer
+  // filter over slices written before their answer groups had scores: the raw table (answer-rollups.ts).
+  const rows = (await runWithPending<SummaryRow>(run, options.fresh ?? run, scope.orgId, (pending) => compileSummary(scope, rollupWindow(scope.range, pending, 'month') ?? undefined)))!;
+  return completeRows(rows) ?? run<SummaryRow>(compileSummary(scope));
 }

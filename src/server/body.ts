@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import { channel } from 'node:diagnostics_channel';
 import type { IncomingMessage } from 'node:http';
 import type { Readable } from 'node:stream';
+import type { Unzip } from 'node:zlib';
 import inflate from 'inflation';
 import getRawBody from 'raw-body';
 import { DomainError, invalid, invalidJson, type Issue } from '../errors.ts';
@@ -17,10 +18,10 @@ const isJsonType = (type: string) => /^application\/([\w.+-]+\+)?json$/i.test(ty
  *
  * `limitBytes` bounds the body after gzip decompression; the bytes on the wire are bounded too
  * (compressedLimit): a gzip header may carry a file name or extra field of any length that
- * inflates to nothing. Both are counted while streaming. At a limit the inflater is unpiped and
- * destroyed and the socket is no longer read: the answer is 413 with `Connection: close` (the rest
- * of the body is never read nor inflated: a 1 MB gzip body inflating to 1 GiB used to cost seconds
- * of CPU after its 413). A client that goes away mid-body stops the reading and the inflating too,
+ * inflates to nothing; and the inflating per compressed byte (MAX_GZIP_RATIO): a gzip bomb is
+ * refused long before the limit. All are counted while streaming. At a limit the inflater is
+ * unpiped and destroyed and the socket is no longer read: the answer is 413 with
+ * `Connection: close` (the rest of the body is never read nor inflated). A client that goes away mid-body stops the reading and the inflating too,
  * and the route's handler never runs. Not JSON: 415. Not gzip, not UTF-8, not JSON: 400
  * `invalid_json`.
  *
@@ -59,6 +60,18 @@ export function jsonBody(limitBytes: number): Middleware<BodyState> {
 export const compressedLimit = (limit: number) => limit + Math.ceil(limit / 1024) + 1024;
 
 /**
+ * A gzip body inflates to at most GZIP_FREE_BYTES plus MAX_GZIP_RATIO bytes per compressed byte the
+ * inflater has consumed: the work it costs is bounded by the bytes its client sent. Deflate
+ * reaches about 1030:1 on a run of one byte (a bomb inflating to the 45 MB event limit fits in
+ * 44 KB); such a body is refused after about GZIP_FREE_BYTES / (1 - 512/1030), 8 MiB. JSON the
+ * contract allows gets high ratios too (every text one character repeated, each escaped as
+ * \u0061): the highest, at gzip -9, needs about 430 bytes per compressed byte past the first
+ * 4 MiB. A body over the bound gets 413; sent uncompressed it is taken (within the limit).
+ */
+export const MAX_GZIP_RATIO = 512;
+export const GZIP_FREE_BYTES = 4 * 1024 * 1024;
+
+/**
  * Reports of every body read (`BodyReadReport`), published once its reading is over and, for
  * gzip, once the inflater is closed, so that the bytes counted are final. For operators and
  * tests: a 413 must not keep inflating.
@@ -77,6 +90,11 @@ export interface BodyReadReport {
 const tooLarge = (limit: number, gzip: boolean) =>
   new DomainError('too_large', `The body is larger than ${limit} bytes${gzip ? ' (after decompression), or its gzip form is' : ''}`, {
     // The rest of the body is never read: the connection cannot carry another request.
+    headers: { Connection: 'close' },
+  });
+
+const overRatio = () =>
+  new DomainError('too_large', `The gzip body inflates more than ${MAX_GZIP_RATIO} times its compressed size (past its first ${GZIP_FREE_BYTES} bytes): send it uncompressed`, {
     headers: { Connection: 'close' },
   });
 
@@ -101,6 +119,8 @@ function readBody(req: IncomingMessage, limit: number, gzip: boolean): Promise<B
   };
   const onInflated = (chunk: Buffer) => {
     inflatedBytes += chunk.length;
+    // bytesWritten: the compressed bytes the inflater has consumed so far (not those queued).
+    if (inflatedBytes > GZIP_FREE_BYTES + MAX_GZIP_RATIO * (source as Unzip).bytesWritten) stop(overRatio());
   };
   // 'close' before the whole body arrived: the client went away (since Node 16, 'close' of a
   // complete request only means it was read).

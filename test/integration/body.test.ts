@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
-import { compressedLimit, type BodyReadReport } from '../../src/server/body.ts';
+import { MAX_EVENT_BATCH_BYTES } from '../../src/events/limits.ts';
+import { GZIP_FREE_BYTES, MAX_GZIP_RATIO, compressedLimit, type BodyReadReport } from '../../src/server/body.ts';
 import { startTestService, type TestService } from './harness.ts';
 
 /**
@@ -93,6 +94,41 @@ describe('request bodies (HTTP)', () => {
     // Read from the socket: what produced that, far from the whole body.
     expect(report.wireBytes).to.be.below(bomb.length / 4);
     expect(await releases()).to.equal(n);
+  });
+
+  it('answers a gzip bomb under a large limit (256 MiB on POST /1.0/event, 45 MB allowed) with 413 long before the limit: the inflating is bounded per compressed byte', async () => {
+    const member = gzipSync(Buffer.alloc(1 << 20), { level: 9 });
+    const bomb = Buffer.concat(Array.from({ length: 256 }, () => member));
+    const eventLimit = Math.max(limit, MAX_EVENT_BATCH_BYTES);
+    const ratio = (256 << 20) / bomb.length;
+    expect(ratio).to.be.above(900);
+    const res = await svc.request('POST', '/1.0/event', { token, rawBody: bomb, headers: gzipHeaders });
+    expect([res.status, res.body.error.code]).to.deep.equal([413, 'payload_too_large']);
+    expect(res.body.error.message).to.match(/inflates more than \d+ times its compressed size/);
+    expect(res.headers.get('connection')).to.equal('close');
+    const report = await nextReport();
+    expect(report.outcome).to.equal('too_large');
+    // Inflated: where GZIP_FREE_BYTES + MAX_GZIP_RATIO x consumed falls behind the body's ratio,
+    // and at most one more output chunk; a fifth of the route's limit.
+    expect(report.inflatedBytes).to.be.at.most(GZIP_FREE_BYTES / (1 - MAX_GZIP_RATIO / ratio) + 64 * 1024);
+    expect(report.inflatedBytes).to.be.below(eventLimit / 5);
+    expect(report.wireBytes).to.be.below(bomb.length / 4);
+  });
+
+  it('takes valid JSON over the gzip bound when it is sent uncompressed', async () => {
+    // (The contract's batches with the highest ratios are taken gzipped: event-limits.test.ts.)
+    const name = `ratio-${Date.now()}`;
+    const stored = async () =>
+      Number((await (await svc.client.query({ query: 'SELECT count() AS c FROM events WHERE event_name = {n:String}', query_params: { n: name }, format: 'JSONEachRow' })).json<{ c: string }>())[0].c);
+    // Padded with 16 MiB of spaces: over 1000:1 gzipped, refused before it is inflated whole.
+    const padded = Buffer.from(`[${' '.repeat(16 << 20)}{"type":"track","event_name":"${name}"}]`);
+    const refused = await svc.request('POST', '/1.0/event', { token, rawBody: gzipSync(padded), headers: gzipHeaders });
+    expect([refused.status, refused.body.error.code]).to.deep.equal([413, 'payload_too_large']);
+    expect((await nextReport()).inflatedBytes).to.be.below(padded.length / 2);
+    const plain = await svc.request('POST', '/1.0/event', { token, rawBody: padded, headers: { 'content-type': 'application/json' } });
+    expect([plain.status, plain.body.count]).to.deep.equal([200, 1]);
+    await svc.settle();
+    expect(await stored()).to.equal(1);
   });
 
   it('bounds the gzip body on the wire too: a header field of 2 MiB that inflates to nothing is a 413', async () => {

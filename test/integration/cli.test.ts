@@ -94,6 +94,17 @@ describe('tallyhouse serve + CLI on one data directory', function () {
     }
   });
 
+  it('answers the README\'s feedback-cohort funnel on the demo data with users in both cohorts', async () => {
+    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+    const example = /curl -s -X SEARCH localhost:8080\/1\.0\/event\/funnel [^\n]*\\\n\s+-d '([^']*)'/.exec(readme);
+    expect(example, 'the README has a funnel example').to.not.equal(null);
+    const token = /events:read\s+(th_\S+)/.exec(banner)![1];
+    const res = await request(baseUrl, 'SEARCH', '/1.0/event/funnel', { token, body: JSON.parse(example![1]) });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    expect(res.body.steps[0].users).to.be.above(0);
+    for (const cohort of res.body.cohorts) expect(cohort.steps[0].users, cohort.name).to.be.above(0);
+  });
+
   it('token create/list/revoke work while the server runs, on its engine', async () => {
     const org = '11111111-2222-4333-8444-555555555555';
     const { stdout } = await cli('token', 'create', '--org', org, '--scope', 'events,releases', '--name', 'ci pipeline', '--json');

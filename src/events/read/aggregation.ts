@@ -4,7 +4,7 @@
  * dense, range-aligned date histograms (src/query/histogram.ts: buckets start at range.start, the
  * series covers the range, end inclusive; a missing bound comes from the data), term levels of
  * the 100 largest buckets per parent with the rest in `other_doc_count`, one grouped query WITH
- * ROLLUP so every parent bucket has its own exact counts (src/query/rollup.ts).
+ * ROLLUP so every parent bucket has its own exact counts (src/query/ranked-buckets.ts).
  *
  * Levels: timestamp; type; event_name, context_locale (events without one are in no bucket);
  * property (a top-level key of `properties`: strings by value, other JSON values by their JSON
@@ -16,20 +16,22 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
-import { runDashboardQuery } from '../../clickhouse/result-cache.ts';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
-import { tooExpensive } from '../../errors.ts';
 import { bucketIndexSql } from '../../query/histogram-sql.ts';
-import { MIN_INTERVALS, parseInstantMicros, planHistogram, truncateTo, type HistogramPlan, type MinInterval } from '../../query/histogram.ts';
+import { MIN_INTERVALS, parseInstantMicros, planSeries, type HistogramPlan, type MinInterval } from '../../query/histogram.ts';
 import { eachDistinctOrNull } from '../../query/multi-valued.ts';
 import {
-  MAX_GROUP_BY_LEVELS, MAX_HISTOGRAM_BUCKETS, MAX_RESPONSE_BUCKETS, MAX_TERMS_BUCKETS, compileRankedRollup, docCountSql,
-} from '../../query/rollup.ts';
-import { shapeRollup, type RollupRow, type ShapeLevel } from '../../query/shape.ts';
+  MAX_GROUP_BY_LEVELS, MAX_HISTOGRAM_BUCKETS, MAX_RESPONSE_BUCKETS, MAX_TERMS_BUCKETS, RANKED_BUCKETS_SETTINGS, checkDenseBuckets,
+  compileRankedBuckets, docCountSql, tooManyBuckets,
+} from '../../query/ranked-buckets.ts';
+import { cachedRequest } from '../../query/request-cache.ts';
+import { shapeBuckets, type BucketRow, type ShapeLevel } from '../../query/shape.ts';
 import { jsonObject } from '../../validation.ts';
-import { propertyValue, rawJsonValue, type JsonValueSql } from './compile.ts';
+import { markReleases, releasesForSeries } from '../../releases/marks.ts';
+import { propertyValue, rawJsonValue } from './compile.ts';
 import { eventScopeEntries } from './filters.ts';
-import { EVENT_QUERY_SETTINGS, EventSource, type EventScope } from './source.ts';
+import { EventSource, type EventScope } from './source.ts';
+import { hoursServe, hoursSource, planEdges } from './hours.ts';
 import { maxChars } from '../../chars.ts';
 
 export type EventGroupByRule =
@@ -87,9 +89,6 @@ export const eventAggregationBodySchema = jsonObject({
 }, 'the event aggregation body');
 export type EventAggregationBody = v.InferOutput<typeof eventAggregationBodySchema>;
 
-const tooManyBuckets = () =>
-  tooExpensive(`The aggregation would return more than ${MAX_RESPONSE_BUCKETS} buckets: lower date_histogram_buckets, narrow the range, or use fewer group_by levels`);
-
 /** `SELECT min, max` of timestamp in scope (DateTime64 texts, NULL when no event matches). */
 export function compileEventBounds(scope: EventScope): CompiledQuery {
   const bag = new ParamBag();
@@ -99,26 +98,28 @@ export function compileEventBounds(scope: EventScope): CompiledQuery {
 
 /** The series of each timestamp level: the range, a missing bound from the data (the first event truncated to its hour/day/month). */
 export function planEventLevels(rules: readonly EventGroupByRule[], range: EventScope['range'], bounds: { min: string | null; max: string | null } | undefined): (HistogramPlan | undefined)[] {
-  return rules.map((rule) => {
-    if (rule.field !== 'timestamp') return undefined;
-    const min = bounds?.min ? parseInstantMicros(bounds.min) : null;
-    const max = bounds?.max ? parseInstantMicros(bounds.max) : null;
-    const start = range?.start !== undefined ? parseInstantMicros(range.start) : min !== null ? truncateTo(min, rule.minInterval) : null;
-    const end = range?.end !== undefined ? parseInstantMicros(range.end) : max;
-    if (start === null || end === null) return planHistogram(0n, -1n, rule.minInterval, rule.buckets);
-    return planHistogram(start, end, rule.minInterval, rule.buckets);
-  });
+  const data = { min: bounds?.min ? parseInstantMicros(bounds.min) : null, max: bounds?.max ? parseInstantMicros(bounds.max) : null };
+  return rules.map((rule) => (rule.field === 'timestamp' ? planSeries(range, data, rule.minInterval, rule.buckets) : undefined));
 }
 
-/** The key expression of a JSON value: strings by value, other JSON by its text; absent or null is NULL (no bucket). */
-function jsonKeySql(json: JsonValueSql): string {
-  return `if(${json.type} = 'String', ${json.string}, nullIf(nullIf(${json.raw}, ''), 'null'))`;
+/** The levels and metrics the hours answer (hours.ts): timestamp, type and event_name counts. */
+function hoursAnswer(scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): boolean {
+  return !metrics.includes('unique_users') && rules.every((r) => r.field === 'timestamp' || r.field === 'type' || r.field === 'event_name') && hoursServe(scope);
 }
 
-/** The grouped query (src/query/rollup.ts) over the scoped source and the joins the levels need. */
-export function compileEventAggregation(scope: EventScope, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[]): CompiledQuery {
+/**
+ * The ranked-bucket query (src/query/ranked-buckets.ts) over the scoped source and the joins the
+ * levels need; over the hours (hours.ts) when they answer it. `rows: false` forces the rows.
+ */
+export function compileEventAggregation(scope: EventScope, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: { hours?: boolean } = {}): CompiledQuery {
   const bag = new ParamBag();
   const source = new EventSource(scope, bag);
+  const limit = () => bag.add(MAX_TERMS_BUCKETS, 'UInt32');
+  if (options.hours !== false && hoursAnswer(scope, rules, metrics)) {
+    const from = hoursSource(source, planEdges(plans));
+    const keys = rules.map((rule, i) => (rule.field === 'timestamp' ? bucketIndexSql('t', plans[i]!, bag, `level${i + 1}`) : rule.field === 'type' ? 'type' : `nullIf(event_name, '')`));
+    return compiled(compileRankedBuckets({ source: from, keys, count: 'sum(n)', limit: limit() }), bag);
+  }
   const joins: string[] = [];
   const keys = rules.map((rule, i) => {
     const level = i + 1;
@@ -131,11 +132,11 @@ export function compileEventAggregation(scope: EventScope, rules: readonly Event
       case 'context_locale':
         return `nullIf(${rule.field}, '')`;
       case 'property':
-        return jsonKeySql(propertyValue(bag.add(rule.propertyKey, 'String')));
+        return propertyValue(rule.propertyKey).key;
       case 'user_property': {
         const column = `user_property_${level}`;
         joins.push(source.joinUserProperty(bag.add(rule.propertyKey, 'String'), column));
-        return jsonKeySql(rawJsonValue(column));
+        return rawJsonValue(column).key;
       }
       case 'group': {
         const column = `group_names_${level}`;
@@ -146,8 +147,12 @@ export function compileEventAggregation(scope: EventScope, rules: readonly Event
   });
   const from = source.from(joins);
   const count = docCountSql(rules.map((r) => r.field === 'group'));
-  const extra = metrics.includes('unique_users') ? { unique_users: 'uniqExact(user_id)' } : undefined;
-  return compiled(compileRankedRollup({ source: from, keys, count, metrics: extra, limit: bag.add(MAX_TERMS_BUCKETS, 'UInt32') }), bag);
+  // Every anonymous event has its own random user id (a UUID v4, never a known user's v5, rows.ts):
+  // they are counted, and only the known users' ids go into the distinct set, which then holds
+  // known users only (smaller sets, cheaper merges). An anonymous event is in no group and has no
+  // user property, so no multi-valued level repeats its row.
+  const extra = metrics.includes('unique_users') ? { unique_users: 'uniqExactIf(user_id, anonymous = 0) + countIf(anonymous = 1)' } : undefined;
+  return compiled(compileRankedBuckets({ source: from, keys, count, metrics: extra, limit: limit() }), bag);
 }
 
 export interface EventAggregationResult {
@@ -176,20 +181,25 @@ function shapeLevels(rules: readonly EventGroupByRule[], plans: readonly (Histog
 }
 
 /** The bounds when a histogram needs them, the plans, then the grouped query. */
-export async function runEventAggregation(run: RunQuery, scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<{ plans: (HistogramPlan | undefined)[]; rows: RollupRow[] }> {
+export async function runEventAggregation(run: RunQuery, scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[], fresh = run, options: { hours?: boolean } = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: BucketRow[] }> {
   const needBounds = rules.some((r) => r.field === 'timestamp') && (scope.range?.start === undefined || scope.range?.end === undefined);
-  const bounds = needBounds ? (await run<{ min: string | null; max: string | null }>(compileEventBounds(scope)))[0] : undefined;
+  const bounds = needBounds ? (await fresh<{ min: string | null; max: string | null }>(compileEventBounds(scope)))[0] : undefined;
   const plans = planEventLevels(rules, scope.range, bounds);
-  if (plans.reduce((n, p) => n * (p ? Math.max(p.starts.length, 1) : 1), 1) > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
-  return { plans, rows: await run<RollupRow>(compileEventAggregation(scope, rules, plans, metrics)) };
+  checkDenseBuckets(plans);
+  return { plans, rows: await run<BucketRow>(compileEventAggregation(scope, rules, plans, metrics, options)) };
 }
 
 export async function aggregateEvents(client: ClickHouseClient, scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<EventAggregationResult> {
   const started = performance.now();
-  const run: RunQuery = (q) => runDashboardQuery(client, q, EVENT_QUERY_SETTINGS);
-  const { plans, rows } = await runEventAggregation(run, scope, rules, metrics);
+  const { value: { plans, rows, releases } } = await cachedRequest(client, 'event aggregation', [scope, rules, metrics], RANKED_BUCKETS_SETTINGS, async ({ run, fresh }) => {
+    const found = await runEventAggregation(run, scope, rules, metrics, fresh);
+    // The releases on the timestamp histograms (src/releases/marks.ts), in the same cached answer.
+    return { ...found, releases: await releasesForSeries(fresh, scope.orgId, scope.range, found.plans) };
+  });
   const extra = metrics.includes('unique_users') ? ['unique_users'] : [];
-  const { top, aggregations } = shapeRollup(shapeLevels(rules, plans), rows, extra, MAX_RESPONSE_BUCKETS, tooManyBuckets);
+  const shaped = shapeBuckets(shapeLevels(rules, plans), rows, extra, MAX_RESPONSE_BUCKETS, tooManyBuckets);
+  const { top } = shaped;
+  const aggregations = markReleases(shaped.aggregations, plans, releases);
   return {
     took: Math.round(performance.now() - started),
     hits: { total: { value: top.doc_count } },

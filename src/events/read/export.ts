@@ -12,9 +12,11 @@ import { ParamBag, compiled } from '../../clickhouse/sql.ts';
 import { csvLine, EXPORT_SLICE_SETTINGS, planDaySlices, SLICE_ROWS, type ExportFormat } from '../../query/export.ts';
 import { EVENT_COLUMNS, toEventRecord, type EventReadRow } from './record.ts';
 import { EVENT_ORDER } from './search.ts';
-import { DT, EVENT_QUERY_SETTINGS, EventSource, type EventScope } from './source.ts';
+import { EventSource, type EventScope } from './source.ts';
+import { READ_SETTINGS } from '../../query/settings.ts';
+import { DT64 } from '../../query/scope.ts';
 
-const EXPORT_SETTINGS: ClickHouseSettings = { ...EVENT_QUERY_SETTINGS, ...EXPORT_SLICE_SETTINGS };
+const EXPORT_SETTINGS: ClickHouseSettings = { ...READ_SETTINGS, ...EXPORT_SLICE_SETTINGS };
 
 /** The CSV columns: every top-level field an event record can have. */
 export const EVENT_CSV_COLUMNS = [
@@ -26,7 +28,7 @@ export const EVENT_CSV_COLUMNS = [
 export async function exportEvents(client: ClickHouseClient, scope: EventScope, format: ExportFormat, signal: AbortSignal, sliceRows = SLICE_ROWS): Promise<Readable> {
   const bag = new ParamBag();
   const days = compiled(`SELECT toString(toDate32(timestamp)) AS d, count() AS n ${new EventSource(scope, bag).from()} GROUP BY d ORDER BY d DESC`, bag);
-  const rs = await client.query({ query: days.sql, query_params: { ...days.params }, format: 'JSONEachRow', clickhouse_settings: EVENT_QUERY_SETTINGS, abort_signal: signal });
+  const rs = await client.query({ query: days.sql, query_params: { ...days.params }, format: 'JSONEachRow', clickhouse_settings: READ_SETTINGS, abort_signal: signal });
   const plan = planDaySlices(await rs.json<{ d: string; n: string }>(), sliceRows);
   return Readable.from(chunks(client, scope, plan, format, signal), { objectMode: false });
 }
@@ -36,7 +38,7 @@ async function* chunks(client: ClickHouseClient, scope: EventScope, plan: Array<
   for (const [from, to] of plan) {
     const bag = new ParamBag();
     const source = new EventSource(scope, bag).from();
-    const q = compiled(`SELECT ${EVENT_COLUMNS.join(', ')} ${source} AND timestamp >= ${bag.add(from, DT)} AND timestamp < ${bag.add(to, DT)} ORDER BY ${EVENT_ORDER}`, bag);
+    const q = compiled(`SELECT ${EVENT_COLUMNS.join(', ')} ${source} AND timestamp >= ${bag.add(from, DT64)} AND timestamp < ${bag.add(to, DT64)} ORDER BY ${EVENT_ORDER}`, bag);
     const rs = await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: EXPORT_SETTINGS, abort_signal: signal });
     const stream = rs.stream<EventReadRow>();
     try {

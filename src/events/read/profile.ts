@@ -12,7 +12,8 @@ import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts'
 import { notFound } from '../../errors.ts';
 import { dbToApi } from '../../time/iso.ts';
 import { userIdForAlias } from '../rows.ts';
-import { EVENT_QUERY_SETTINGS, EventSource } from './source.ts';
+import { EventSource } from './source.ts';
+import { READ_SETTINGS } from '../../query/settings.ts';
 
 export interface UserProfile {
   user_id: string;
@@ -43,7 +44,7 @@ export async function userProfile(client: ClickHouseClient, orgId: string, alias
   const userId = userIdForAlias(orgId, alias);
   const q = compileUserProfile(orgId, userId);
   const run = async <T>(c: CompiledQuery) =>
-    (await client.query({ query: c.sql, query_params: { ...c.params }, format: 'JSONEachRow', clickhouse_settings: EVENT_QUERY_SETTINGS })).json<T>();
+    (await client.query({ query: c.sql, query_params: { ...c.params }, format: 'JSONEachRow', clickhouse_settings: READ_SETTINGS })).json<T>();
   const [activity, properties, groups] = await Promise.all([
     run<{ event_count: number | string; first_seen: string | null; last_seen: string | null }>(q.activity),
     run<{ key: string; value: string }>(q.properties),

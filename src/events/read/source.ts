@@ -4,33 +4,14 @@
  * table joined to it (the users' current properties, their current group memberships) is read
  * through the same organization placeholder, so no query can forget it on any table it reads.
  */
-import type { ClickHouseSettings } from '@clickhouse/client';
 import type { ParamBag } from '../../clickhouse/sql.ts';
+import { compileFilters, compileScopeWhere, type ReadScope } from '../../query/scope.ts';
+import { cohortCondition, type CohortNode } from '../analysis/cohort.ts';
 import { compileEventFilter } from './compile.ts';
 import type { EventFilterNode } from './filters.ts';
 
-/**
- * Resource limits for every event read (pass as `clickhouse_settings`): the survey reads' limits
- * (src/responses/compile.ts explains the sizing). Over a limit ClickHouse throws and
- * src/clickhouse/errors.ts maps it (400 query_too_expensive, or 503 for a timeout).
- */
-export const EVENT_QUERY_SETTINGS: ClickHouseSettings = Object.freeze({
-  max_execution_time: 15,
-  timeout_overflow_mode: 'throw',
-  max_rows_to_read: '100000000',
-  read_overflow_mode: 'throw',
-  max_memory_usage: '2147483648',
-});
-
-export interface EventScope {
-  orgId: string;
-  filtersBool: 'AND' | 'OR';
-  filters: readonly EventFilterNode[];
-  /** Inclusive DateTime64(6) texts. */
-  range?: { start?: string; end?: string };
-}
-
-export const DT = "DateTime64(6, 'UTC')";
+/** The scope of an event read: organization, filters, range on `timestamp`, and a feedback cohort (src/events/analysis/cohort.ts). */
+export type EventScope = ReadScope<EventFilterNode> & { cohort?: CohortNode };
 
 /**
  * A read of the events of one organization. Built once per query on its ParamBag: the org
@@ -42,17 +23,15 @@ export class EventSource {
     this.org = bag.add(scope.orgId, 'UUID');
   }
 
-  /** The WHERE expression: org first, then the timestamp range, then the filters joined by filtersBool. */
+  /** The WHERE expression: org first, the cohort's users, then the timestamp range, then the filters joined by filtersBool. */
   where(): string {
-    const { scope, bag } = this;
-    const parts = [`org_id = ${this.org}`];
-    if (scope.range?.start !== undefined) parts.push(`timestamp >= ${bag.add(scope.range.start, DT)}`);
-    if (scope.range?.end !== undefined) parts.push(`timestamp <= ${bag.add(scope.range.end, DT)}`);
-    if (scope.filters.length > 0) {
-      const joiner = scope.filtersBool === 'OR' ? ' OR ' : ' AND ';
-      parts.push(`(${scope.filters.map((f) => compileEventFilter(f, this)).join(joiner)})`);
-    }
-    return parts.join(' AND ');
+    const extra = this.scope.cohort ? [cohortCondition(this.scope.orgId, this.scope.cohort, this.bag)] : [];
+    return compileScopeWhere(this.scope, this.bag, { org: this.org, time: 'timestamp', extra, filter: (f) => compileEventFilter(f, this) });
+  }
+
+  /** The filters alone, joined by filtersBool in parentheses (undefined without filters). */
+  filtersSql(): string | undefined {
+    return compileFilters(this.scope, (f) => compileEventFilter(f, this));
   }
 
   /** `FROM events [joins] WHERE <scope>`; `joins` come from the methods below. */

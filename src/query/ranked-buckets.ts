@@ -1,15 +1,20 @@
 /**
- * The grouped query shared by the aggregations (survey responses, events): group by 1..3 key
- * expressions WITH ROLLUP, so every parent bucket gets its own exact count (a record counts once in
- * a parent bucket even when it sits in several child buckets), then rank the buckets inside each
- * parent and keep the `limit` largest per level; buckets under a dropped parent are not returned.
+ * Ranked buckets: the grouped query of every aggregation (survey responses, events). Group by 1..3
+ * key expressions `GROUP BY ROLLUP`, so every parent bucket gets its own exact count (a record counts
+ * once in a parent bucket even when it sits in several child buckets), then rank the buckets inside
+ * each parent and keep the `limit` largest per level; buckets under a dropped parent are not returned.
+ * (Not to be confused with the survey rollups, pre-aggregated slices: the engine's ROLLUP modifier
+ * only adds the parent totals here.)
  *
  * Rows: depth d (0 = everything in scope), k1..kd the bucket keys down to that level (keys of
  * deeper levels are rolled up), `doc_count`, `other_doc_count` (the summed doc_count of the
  * siblings beyond the limit), and any extra metric columns. A key that is NULL is "no value at this
  * level": the record counts in its parent buckets but in no bucket of this level.
  */
+import type { ClickHouseSettings } from '@clickhouse/client';
+import { tooExpensive } from '../errors.ts';
 import { isFirstOfLevelSql } from './multi-valued.ts';
+import { READ_SETTINGS } from './settings.ts';
 
 export const MAX_GROUP_BY_LEVELS = 3;
 export const MAX_HISTOGRAM_BUCKETS = 100;
@@ -18,10 +23,35 @@ export const MAX_TERMS_BUCKETS = 100;
 /** Buckets in one answer, over all levels: Elasticsearch's default search.max_buckets. */
 export const MAX_RESPONSE_BUCKETS = 65_536;
 
-export interface RollupSpec {
+/**
+ * The settings of a ranked-bucket query: its rows are the buckets of every level plus the total,
+ * so a result past MAX_RESPONSE_BUCKETS + 1 rows is refused by the engine (396, a 400
+ * query_too_expensive) before it reaches Node. Only the final result counts: the subqueries that
+ * rank and cut the terms levels are not limited.
+ */
+export const RANKED_BUCKETS_SETTINGS: ClickHouseSettings = Object.freeze({
+  ...READ_SETTINGS,
+  max_result_rows: String(MAX_RESPONSE_BUCKETS + 1),
+  result_overflow_mode: 'throw',
+});
+
+/** The 400 of an answer past MAX_RESPONSE_BUCKETS (dense series multiply: three 100-bucket histograms are a million). */
+export function tooManyBuckets(): Error {
+  return tooExpensive(`The aggregation would return more than ${MAX_RESPONSE_BUCKETS} buckets: lower date_histogram_buckets, narrow the range, or use fewer group_by levels`);
+}
+
+/** Refuses, before any grouped query runs, series whose dense buckets alone (every date bucket under every date bucket) pass the bound. */
+export function checkDenseBuckets(plans: readonly ({ readonly starts: readonly unknown[] } | undefined)[]): void {
+  if (plans.reduce((n, p) => n * (p ? Math.max(p.starts.length, 1) : 1), 1) > MAX_RESPONSE_BUCKETS) throw tooManyBuckets();
+}
+
+export interface RankedBucketsSpec {
   /** `FROM ... WHERE ...`: the scoped source (its placeholders are in the same ParamBag). */
   source: string;
-  /** One key expression per level (from code; values as placeholders). */
+  /**
+   * One key expression per level (from code; values as placeholders). Never one the engine can
+   * fold to a constant: it drops constant keys from GROUP BY, and grouping() of one then fails.
+   */
   keys: readonly string[];
   /** The doc_count expression (docCountSql). */
   count: string;
@@ -31,7 +61,7 @@ export interface RollupSpec {
   limit: string;
 }
 
-export function compileRankedRollup(spec: RollupSpec): string {
+export function compileRankedBuckets(spec: RankedBucketsSpec): string {
   const { source, keys, count, limit } = spec;
   const metricNames = Object.keys(spec.metrics ?? {});
   const metricColumns = metricNames.map((m) => `, ${spec.metrics![m]} AS ${m}`).join('');

@@ -1,0 +1,307 @@
+/**
+ * Claims: "this key is taken", stored in a table of the engine, for the three write paths that
+ * must store something once per key: event message ids (src/events/message-ids.ts),
+ * Idempotency-Keys (src/idempotency/store.ts) and survey-response identities (src/responses/).
+ *
+ * The rule, one for all of them: a writer inserts its claim, then reads the claims of its keys
+ * committed meanwhile; of several claims of one key, the one with the lowest `_block_number`
+ * wins. On one (non-replicated) MergeTree table the engine numbers each INSERT's part when it
+ * commits it, under its parts lock, atomically with making it visible, so block order is commit
+ * order; `enable_block_number_column = 1` keeps the number on each row through merges. A writer
+ * that reads after its own commit therefore sees every claim committed before its own: two
+ * writers racing on one key (two service instances, a retry reaching another instance while the
+ * first attempt is in flight) both end on the same winner, and the loser undoes its write before
+ * it answers. `firstClaims` below is that rule. Whoever sees two claims of one key may undo every
+ * one but the first (`losers`): the loser's own writer may have died between its commit and its
+ * undo, and undoing twice is undoing once.
+ *
+ * What this module adds: an in-memory view of what is claimed (ClaimView), so that a key need not
+ * be looked up to be known new. The view is a Bloom filter (filter.ts), loaded from the table at
+ * the first use, then kept current in commit order: a block-number watermark W says every claim
+ * committed with a block number up to W is in the filter, and `advance` reads the claims
+ * committed after W (every writer's, by block number, never by key: the parts newer than W and
+ * their rows above W) into it and moves W. A writer then:
+ *   1. asks the filter about its keys: a key it does not hold was not claimed up to W (certain);
+ *      the keys it may hold (real repeats, and its false positives) go to a confirming lookup
+ *      (`lookup`, by key);
+ *   2. adds the keys it will store to the filter and inserts them;
+ *   3. advances: the claims committed after W are read; a key of its own that another writer
+ *      claimed in a lower block was lost (step 1 could not see claims committed after W), and
+ *      the writer undoes its copy. With one writer, step 3 reads back only the writer's own new
+ *      part.
+ * The guarantee is the rule's, whatever the filter holds: a key reported absent is absent up to
+ * W, and step 3 covers everything after W. The filter's memory only decides how many keys take
+ * the lookup: past `maxBytes` (a setting) it saturates and more keys are looked up, never fewer.
+ *
+ * Cluster mode (CLICKHOUSE_CLUSTER): claims live in per-shard local tables behind a Distributed
+ * table; block numbers are per shard and cannot be read in commit order through the Distributed
+ * table. The view then keeps no filter: every key is looked up (the organization's shard answers),
+ * repeats within one flush and across flushes are found, and the race of two writers storing one
+ * key at the same moment is not closed (README.md says so). A replicated table allocates block
+ * numbers before commit, so the rule needs a single server.
+ */
+import type { ClickHouseClient } from '@clickhouse/client';
+import { hash } from 'node:crypto';
+import { ParamBag } from '../clickhouse/sql.ts';
+import { formatDbDate } from '../time/iso.ts';
+import { ClaimFilter, type FilterStats } from './filter.ts';
+
+/** CLAIM_FILTER_MAX_BYTES when unset: 256 MiB, about 44 million keys at 6 bytes each (filter.ts). */
+export const DEFAULT_CLAIM_FILTER_MAX_BYTES = 256 * 1024 * 1024;
+
+/** A claim key: 16 bytes, MD5 of the key's parts (claimKey) or a random UUID. */
+export type ClaimKey = Buffer;
+
+/**
+ * The claim key of a tuple: MD5 of its parts joined by ':' (UUIDs lower-case, as toString of a
+ * UUID writes them in SQL, so the engine can compute the same key from the columns).
+ */
+export function claimKey(...parts: string[]): ClaimKey {
+  return hash('md5', parts.join(':'), 'buffer');
+}
+
+/** Where a kind of claim lives. Every SQL fragment comes from code, never from input. */
+export interface ClaimTable {
+  /** The table (`enable_block_number_column = 1`). */
+  table: string;
+  /** SQL: the row's claim key, FixedString(16). */
+  key: string;
+  /** SQL: whether the row is a claim (`1` when every row is). */
+  isClaim: string;
+  /** SQL: when the claim was made, DateTime64(3). */
+  claimedAt: string;
+  /** Claims older than this do not count; undefined: claims never expire. */
+  windowMs?: number;
+  /** SQL given the window start placeholder: a condition every claim in the window meets, for pruning. */
+  prune?: (since: string) => string;
+  /** SQL: a UUID that names the row (events: event_id): tells a writer's own rows from others'. */
+  rowId: string;
+  /** SQL: a UUID column that narrows a lookup (events: org_id, the sorting key's first column). */
+  scope: string;
+}
+
+/**
+ * The highest block number of a row's part, read from the part's name
+ * (`<partition>_<min block>_<max block>_<level>[_<mutation>]`; no partition id of these tables holds
+ * a '_'). A condition on it selects parts before any row is read, and it is the name of the part
+ * the read really sees: a list of names read from system.parts first could name parts that a merge
+ * replaced before the read started, and miss their rows.
+ */
+const PART_TOP = "toUInt64(splitByChar('_', _part)[3])";
+
+/** A claim read from the table. */
+export interface StoredClaim {
+  key: ClaimKey;
+  rowId: string;
+  scope: string;
+  block: bigint;
+  /** Read by `advance`: whether the filter may have held the key before this read added it. */
+  known?: boolean;
+}
+
+/** Of several claims per key, the first committed: the lowest block number (the rule above). */
+export function firstClaims(claims: Iterable<StoredClaim>): Map<string, StoredClaim> {
+  const first = new Map<string, StoredClaim>();
+  for (const c of claims) {
+    const k = c.key.toString('hex');
+    const seen = first.get(k);
+    if (!seen || c.block < seen.block) first.set(k, c);
+  }
+  return first;
+}
+
+/** The claims that are not the first of their key (what `firstClaims` leaves out). */
+export function losers(claims: readonly StoredClaim[]): StoredClaim[] {
+  const first = firstClaims(claims);
+  return claims.filter((c) => first.get(c.key.toString('hex'))!.rowId !== c.rowId);
+}
+
+export interface AdvanceResult {
+  /** The block of each own marker's part (markers whose rows were read). */
+  own: Map<string, bigint>;
+  /** Claims of other parts committed after the watermark the read started from. */
+  others: StoredClaim[];
+}
+
+export interface ClaimViewOptions {
+  /** Bytes the filter may hold (CLAIM_FILTER_MAX_BYTES); 0: no filter, every key is looked up. */
+  maxBytes: number;
+  /** Cluster mode: no filter and no advance (see above). */
+  clustered: boolean;
+}
+
+/** The in-memory view of one claim table (see the header). */
+export class ClaimView {
+  private readonly filter: ClaimFilter;
+  private loading: Promise<void> | undefined;
+  private mark = -1n;
+
+  constructor(
+    readonly source: ClaimTable,
+    readonly options: ClaimViewOptions,
+  ) {
+    this.filter = new ClaimFilter(options.clustered ? 0 : options.maxBytes, source.windowMs);
+  }
+
+  /** Whether a filter is kept (not in cluster mode, not with a cap of 0). */
+  get filtering(): boolean {
+    return !this.options.clustered && this.options.maxBytes > 0;
+  }
+
+  /** Whether claims can be read in commit order (`advance`): on one server, not through a Distributed table. */
+  get ordered(): boolean {
+    return !this.options.clustered;
+  }
+
+  /** Every claim with a block number up to this is in the filter; -1 before the load. */
+  get watermark(): bigint {
+    return this.mark;
+  }
+
+  /**
+   * Loads the claims of the window into the filter (without a filter, only the watermark), once; a
+   * failed load is tried again on the next call.
+   */
+  ready(client: ClickHouseClient): Promise<void> {
+    if (!this.ordered) return Promise.resolve();
+    this.loading ??= this.load(client).catch((err) => {
+      this.loading = undefined;
+      throw err;
+    });
+    return this.loading;
+  }
+
+  /** Whether the key may have been claimed up to the watermark, or added since; false is certain. */
+  mayHold(key: Uint8Array, at = 0): boolean {
+    return this.filter.mayHold(key, at);
+  }
+
+  /** A key this process is about to claim (before its INSERT, so a concurrent writer of this process sees it). */
+  add(key: Uint8Array, claimedAtMs: number, at = 0): void {
+    this.filter.add(key, claimedAtMs, at);
+  }
+
+  stats(): FilterStats & { watermark: string } {
+    return { ...this.filter.stats(), watermark: this.mark.toString() };
+  }
+
+  /** The start of the window now (undefined without a window). */
+  since(now = Date.now()): Date | undefined {
+    return this.source.windowMs === undefined ? undefined : new Date(now - this.source.windowMs);
+  }
+
+  /**
+   * The claims among `keys` in the window, by key (the confirming lookup). `scope` narrows the
+   * read with a condition the caller knows every claim of these keys meets (its organizations).
+   */
+  async lookup(client: ClickHouseClient, keys: readonly ClaimKey[], scope?: (p: ParamBag) => string): Promise<StoredClaim[]> {
+    if (keys.length === 0) return [];
+    const p = new ParamBag();
+    const s = this.source;
+    // As FixedString(16): compared as String, a key ending in zero bytes would not match.
+    const conditions = [`${s.key} IN (SELECT toFixedString(unhex(arrayJoin(${p.add(keys.map((k) => k.toString('hex')), 'Array(String)')})), 16))`, s.isClaim];
+    const since = this.since();
+    if (since) {
+      const at = p.add(formatDbDate(since), "DateTime64(3, 'UTC')");
+      conditions.push(`${s.claimedAt} >= ${at}`);
+      if (s.prune) conditions.push(s.prune(at));
+    }
+    if (scope) conditions.push(scope(p));
+    // Through a Distributed table (cluster mode) `_block_number` cannot be read: 0, and the order is not commit order.
+    const block = this.options.clustered ? '0' : 'toString(_block_number)';
+    return this.claims(client, `SELECT hex(${s.key}), toString(${s.rowId}), toString(${s.scope}), ${block} FROM ${s.table} WHERE ${conditions.join(' AND ')}`, p);
+  }
+
+  /**
+   * Reads the claims committed after `from` (a watermark this process read before its own write:
+   * another write of this process may have moved the watermark past it meanwhile) into the
+   * filter, and moves the watermark past them. `markers` are row ids of this process's own writes (one row of each): the parts holding
+   * them are not read back (only their block is returned), so a lone writer reads almost nothing.
+   * Rows of its own in another part (an INSERT spanning two partitions) come back in `others`
+   * with their own row id. Claims read are added to the filter whatever their age: an older one
+   * only costs a lookup.
+   */
+  async advance(client: ClickHouseClient, markers: readonly string[], from = this.mark): Promise<AdvanceResult> {
+    const s = this.source;
+    const p = new ParamBag();
+    const w = p.add(from.toString(), 'UInt64');
+    const own = p.add(markers, 'Array(UUID)');
+    const rs = await client.query({
+      query: `SELECT toString(_block_number) AS b, toString(max(${PART_TOP})) AS top,
+                     groupArrayIf(toString(${s.rowId}), ${s.rowId} IN ${own}) AS marks, notEmpty(marks) AS mine,
+                     if(mine, [], groupArray(hex(${s.key}))) AS keys,
+                     if(mine, [], groupArray(toString(${s.rowId}))) AS ids,
+                     if(mine, [], groupArray(toString(${s.scope}))) AS scopes,
+                     if(mine, [], groupArray(toUnixTimestamp64Milli(${s.claimedAt}))) AS times
+              FROM ${s.table}
+              WHERE ${PART_TOP} > ${w} AND _block_number > ${w} AND ${s.isClaim}
+              GROUP BY _block_number`,
+      query_params: p.toParams(),
+      format: 'JSONCompactEachRow',
+    });
+    const rows = await rs.json<[string, string, string[], number, string[], string[], string[], number[]]>();
+    const result: AdvanceResult = { own: new Map(), others: [] };
+    let top = from;
+    for (const [b, partTop, marks, mine, keys, ids, scopes, times] of rows) {
+      const block = BigInt(b);
+      if (BigInt(partTop) > top) top = BigInt(partTop);
+      if (mine) {
+        for (const m of marks) result.own.set(m, block);
+        continue;
+      }
+      for (let i = 0; i < keys.length; i++) {
+        const key = Buffer.from(keys[i], 'hex');
+        const known = this.filter.mayHold(key);
+        this.filter.add(key, Number(times[i]));
+        result.others.push({ key, rowId: ids[i], scope: scopes[i], block, known });
+      }
+    }
+    // Every part with a block number up to `top` was visible to this read (numbers are given at
+    // commit, in order), so every claim up to it is now in the filter.
+    if (top > this.mark) this.mark = top;
+    return result;
+  }
+
+  private async load(client: ClickHouseClient): Promise<void> {
+    const s = this.source;
+    // The watermark first: every part committed up to it is visible to the read that follows.
+    const tops = await this.rows(client, `SELECT toString(max(max_block_number)) FROM system.parts WHERE database = currentDatabase() AND table = {t:String} AND active`, { t: s.table });
+    const top = BigInt(tops[0]?.[0] || '0');
+    if (this.filtering) await this.loadKeys(client);
+    if (top > this.mark) this.mark = top;
+  }
+
+  private async loadKeys(client: ClickHouseClient): Promise<void> {
+    const s = this.source;
+    const p = new ParamBag();
+    const conditions = [s.isClaim];
+    const since = this.since();
+    if (since) {
+      const at = p.add(formatDbDate(since), "DateTime64(3, 'UTC')");
+      conditions.push(`${s.claimedAt} >= ${at}`);
+      if (s.prune) conditions.push(s.prune(at));
+    }
+    // RowBinary: 16 bytes of key and 8 of time per claim, millions of them at a start.
+    const rs = await client.exec({
+      query: `SELECT ${s.key}, toUnixTimestamp64Milli(${s.claimedAt}) FROM ${s.table} WHERE ${conditions.join(' AND ')} FORMAT RowBinary`,
+      query_params: p.toParams(),
+    });
+    let rest: Buffer = Buffer.alloc(0);
+    for await (const chunk of rs.stream as AsyncIterable<Buffer>) {
+      const buf = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
+      let at = 0;
+      for (; at + 24 <= buf.length; at += 24) this.filter.add(buf, Number(buf.readBigInt64LE(at + 16)), at);
+      rest = buf.subarray(at);
+    }
+  }
+
+  private async claims(client: ClickHouseClient, query: string, p: ParamBag): Promise<StoredClaim[]> {
+    return (await this.rows(client, query, p.toParams())).map(([key, rowId, scope, block]) => ({ key: Buffer.from(key, 'hex'), rowId, scope, block: BigInt(block) }));
+  }
+
+  private async rows(client: ClickHouseClient, query: string, params: Record<string, unknown>): Promise<string[][]> {
+    const rs = await client.query({ query, query_params: params, format: 'TabSeparated' });
+    const text = await rs.text();
+    return text === '' ? [] : text.slice(0, -1).split('\n').map((line) => line.split('\t'));
+  }
+}

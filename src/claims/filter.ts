@@ -1,0 +1,167 @@
+/**
+ * The in-memory side of the claims module (claims.ts): a blocked Bloom filter of 16-byte claim
+ * keys, in daily generations. It answers "may this key be claimed?": `false` is certain (no key
+ * added is ever reported absent), `true` may be wrong (a false positive), and the caller confirms
+ * it with a lookup in the database.
+ *
+ * Layout: each segment is an array of 64-byte blocks (one cache line, 16 words of 32 bits); a key
+ * picks one block from its first 4 bytes and sets one bit in each of the block's 16 words, each
+ * bit's position a 5-bit field of its other 12 bytes (the split-block Bloom filter of
+ * Parquet/Impala, widened to 16 words). Keys are MD5 digests, so their bytes are already uniform:
+ * no hashing here.
+ *
+ * Memory: BITS_PER_KEY = 48 bits (6 bytes) per key at a segment's design capacity, for a
+ * false-positive rate of about 2e-7 per full segment (the unit test measures it); a generation
+ * allocates at most twice what it holds. A key is tested against every segment of every live
+ * generation, so the rate it sees is about that times the full segments alive (a 7-day window of
+ * 1 million keys a day: 8 generations of 5-6 full segments, ~1e-5).
+ *
+ * Generations: a key is added to the generation of its claim's UTC day; a generation whose whole
+ * day is older than the window is dropped whole, which is how keys leave the filter. A generation
+ * starts with a small segment and adds segments of twice the size of the last one as it fills.
+ *
+ * The cap (`maxBytes`): no segment is allocated past it. Keys then go into the newest segment
+ * anyway, beyond its design capacity: its false-positive rate grows toward 1, so more and more keys
+ * go to the confirming lookup (with every key, what a service without this filter does), but a
+ * key added is never reported absent. `maxBytes = 0` keeps no filter: every key may be claimed.
+ */
+
+/** Bits per key at a segment's design capacity. */
+export const BITS_PER_KEY = 48;
+const BLOCK_BYTES = 64;
+const WORDS = BLOCK_BYTES / 4;
+const FIRST_SEGMENT_KEYS = 1 << 14;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** The 16 word masks of a key (one bit in each word of its block), computed once per key and reused for every segment. */
+const masks = new Uint32Array(WORDS);
+
+/**
+ * Fills `masks` from bytes 4..15 of the key: 16 fields of 5 bits (80 of its 96 bits), each the
+ * position of the key's bit in one word. Independent fields, so the block behaves as an ideal
+ * 16-way blocked filter.
+ */
+function fillMasks(key: Uint8Array, at: number): void {
+  for (let w = 0; w < 3; w++) {
+    const o = at + 4 + w * 4;
+    const h = (key[o] | (key[o + 1] << 8) | (key[o + 2] << 16) | (key[o + 3] << 24)) >>> 0;
+    const fields = w < 2 ? 6 : 4;
+    for (let f = 0; f < fields; f++) masks[w * 6 + f] = (1 << ((h >>> (5 * f)) & 31)) >>> 0;
+  }
+}
+
+/** The first 4 bytes of the key: which block. */
+const blockHash = (key: Uint8Array, at: number) => (key[at] | (key[at + 1] << 8) | (key[at + 2] << 16) | (key[at + 3] << 24)) >>> 0;
+
+/** One fixed-size blocked Bloom filter. */
+class Segment {
+  readonly words: Uint32Array;
+  readonly blocks: number;
+  keys = 0;
+  constructor(readonly capacity: number) {
+    this.blocks = Math.max(1, Math.ceil((capacity * BITS_PER_KEY) / (BLOCK_BYTES * 8)));
+    this.words = new Uint32Array(this.blocks * WORDS);
+  }
+  get bytes(): number {
+    return this.words.byteLength;
+  }
+  /** Sets the key's bits (`masks` filled for it). */
+  set(h: number): void {
+    const base = this.blockOf(h);
+    for (let i = 0; i < WORDS; i++) this.words[base + i] |= masks[i];
+    this.keys++;
+  }
+  /** Whether every bit of the key (`masks` filled for it) is set. */
+  test(h: number): boolean {
+    const base = this.blockOf(h);
+    for (let i = 0; i < WORDS; i++) if ((this.words[base + i] & masks[i]) === 0) return false;
+    return true;
+  }
+  private blockOf(h: number): number {
+    return Math.floor((h * this.blocks) / 4294967296) * WORDS;
+  }
+}
+
+class Generation {
+  readonly segments: Segment[] = [];
+  constructor(readonly day: number) {}
+}
+
+export interface FilterStats {
+  keys: number;
+  bytes: number;
+  segments: number;
+  generations: number;
+  /** Keys added past the cap, into a segment already at its design capacity. */
+  overCap: number;
+}
+
+export class ClaimFilter {
+  private generations = new Map<number, Generation>();
+  private bytes = 0;
+  private overCap = 0;
+
+  /** `windowMs` undefined: one generation, never dropped (claims without a window). */
+  constructor(
+    private readonly maxBytes: number,
+    private readonly windowMs: number | undefined,
+  ) {}
+
+  /** Whether the key (16 bytes of `key` from `at`) may have been added; false is certain. */
+  mayHold(key: Uint8Array, at = 0): boolean {
+    if (this.maxBytes === 0) return true;
+    fillMasks(key, at);
+    const h = blockHash(key, at);
+    for (const g of this.generations.values()) for (const s of g.segments) if (s.test(h)) return true;
+    return false;
+  }
+
+  /** Adds a key claimed at `claimedAtMs` (ignored without a window); claims older than the window are not kept. */
+  add(key: Uint8Array, claimedAtMs: number, at = 0, now = Date.now()): void {
+    if (this.maxBytes === 0) return;
+    const day = this.windowMs === undefined ? 0 : Math.floor(claimedAtMs / DAY_MS);
+    if (this.windowMs !== undefined && (day + 1) * DAY_MS <= now - this.windowMs) return;
+    let g = this.generations.get(day);
+    if (!g) {
+      this.expire(now);
+      this.generations.set(day, (g = new Generation(day)));
+    }
+    let s = g.segments[g.segments.length - 1];
+    if (!s || s.keys >= s.capacity) {
+      const next = new Segment(s ? s.capacity * 2 : FIRST_SEGMENT_KEYS);
+      if (this.bytes + next.bytes <= this.maxBytes) {
+        g.segments.push((s = next));
+        this.bytes += next.bytes;
+      } else {
+        // Past the cap. A generation always has a segment of its own (a key must not sit in a
+        // generation dropped before its own day is): one block, which saturates at once.
+        if (!s) {
+          g.segments.push((s = new Segment(1)));
+          this.bytes += s.bytes;
+        }
+        this.overCap++;
+      }
+    }
+    fillMasks(key, at);
+    s.set(blockHash(key, at));
+  }
+
+  /** Drops the generations whose whole day is older than the window. */
+  expire(now = Date.now()): void {
+    if (this.windowMs === undefined) return;
+    for (const [day, g] of this.generations) {
+      if ((day + 1) * DAY_MS <= now - this.windowMs) {
+        this.generations.delete(day);
+        for (const s of g.segments) this.bytes -= s.bytes;
+      }
+    }
+  }
+
+  stats(): FilterStats {
+    let keys = 0;
+    let segments = 0;
+    for (const g of this.generations.values()) for (const s of g.segments) (keys += s.keys), segments++;
+    return { keys, bytes: this.bytes, segments, generations: this.generations.size, overCap: this.overCap };
+  }
+
+}

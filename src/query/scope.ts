@@ -1,0 +1,48 @@
+/**
+ * Scope compilation, the same for every scoped source of the query language (survey responses,
+ * events): the tenant guard first, then the feature's own conditions (e.g. the path's survey
+ * list), the inclusive range on the feature's time column, then the filters joined by
+ * filters_bool in parentheses. Each feature compiles its own filter nodes (its key catalogue) and
+ * names its table; the organization placeholder is made once per query, so every table a source
+ * reads (joins, sub-selects) can be guarded by the same one.
+ */
+import type { ParamBag } from '../clickhouse/sql.ts';
+
+/** The parameter type of instants: range bounds, window starts, cursor positions. */
+export const DT64 = "DateTime64(6, 'UTC')";
+
+/** The scope of a read: the token's organization, the body's filters and range. */
+export interface ReadScope<F> {
+  orgId: string;
+  filtersBool: 'AND' | 'OR';
+  filters: readonly F[];
+  /** Inclusive DateTime64(6) texts (rangeSchema). */
+  range?: { start?: string; end?: string };
+}
+
+export interface ScopeColumns<F> {
+  /** The organization placeholder (`bag.add(orgId, 'UUID')`), made by the caller so that joined tables reuse it. */
+  org: string;
+  /** The time column the range applies to (a column name from code). */
+  time: string;
+  /** The feature's conditions between the guard and the range (from code; values as placeholders). */
+  extra?: readonly string[];
+  /** One filter node -> its SQL condition (the feature's compiler). */
+  filter: (node: F) => string;
+}
+
+/** The WHERE expression (without the keyword). */
+export function compileScopeWhere<F>(scope: ReadScope<F>, bag: ParamBag, columns: ScopeColumns<F>): string {
+  const parts = [`org_id = ${columns.org}`, ...(columns.extra ?? [])];
+  if (scope.range?.start !== undefined) parts.push(`${columns.time} >= ${bag.add(scope.range.start, DT64)}`);
+  if (scope.range?.end !== undefined) parts.push(`${columns.time} <= ${bag.add(scope.range.end, DT64)}`);
+  const filters = compileFilters(scope, columns.filter);
+  if (filters !== undefined) parts.push(filters);
+  return parts.join(' AND ');
+}
+
+/** The filters joined by filters_bool, in parentheses; undefined without filters. */
+export function compileFilters<F>(scope: Pick<ReadScope<F>, 'filters' | 'filtersBool'>, filter: (node: F) => string): string | undefined {
+  if (scope.filters.length === 0) return undefined;
+  return `(${scope.filters.map(filter).join(scope.filtersBool === 'OR' ? ' OR ' : ' AND ')})`;
+}

@@ -1,0 +1,20 @@
+/**
+ * The resource limits of every read of the query language (survey responses, events), passed as
+ * `clickhouse_settings`. Over a limit ClickHouse throws instead of running on
+ * (`*_overflow_mode: 'throw'`) and src/clickhouse/errors.ts maps it: 158 TOO_MANY_ROWS, 307
+ * TOO_MANY_BYTES, 396 TOO_MANY_ROWS_OR_BYTES, 241 MEMORY_LIMIT_EXCEEDED -> 400
+ * query_too_expensive ("narrow the range"); 159 TIMEOUT_EXCEEDED, 202 TOO_MANY_SIMULTANEOUS_QUERIES
+ * -> 503 with Retry-After.
+ * Sizing: 15 s is far beyond any sane read of one organization; a read past 100M rows fails as soon
+ * as it passes the limit rather than after the timeout; memory stays low (streaming aggregation,
+ * ORDER BY ... LIMIT), and 2 GiB only stops a runaway.
+ */
+import type { ClickHouseSettings } from '@clickhouse/client';
+
+export const READ_SETTINGS: ClickHouseSettings = Object.freeze({
+  max_execution_time: 15,
+  timeout_overflow_mode: 'throw',
+  max_rows_to_read: '100000000',
+  read_overflow_mode: 'throw',
+  max_memory_usage: '2147483648',
+});

@@ -1,0 +1,112 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { ClaimView } from '../../src/claims/claims.ts';
+import { EVENT_CLAIMS, encodeEventChunk, eventClaimView, insertOnce, messageKey } from '../../src/events/message-ids.ts';
+import { insertEvents } from '../../src/events/routes.ts';
+import { parseEventBatch } from '../../src/events/schema.ts';
+import { startTestService, type TestService } from './harness.ts';
+
+/**
+ * The claims module against the real engine, on the event claims (events.message_key): the view
+ * loads what is claimed, reads other writers' claims by block number, and the lowest block wins,
+ * also when the writer of the later copy is gone.
+ */
+describe('claims (events.message_key, real engine)', () => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService();
+  });
+  after(() => svc.close());
+
+  const view = (maxBytes = 1 << 20) => eventClaimView({ maxBytes, clustered: false });
+  const track = (message_id: string) => ({ type: 'track', event_name: 'x', message_id });
+  const chunk = (org: string, ids: string[]) => encodeEventChunk(org, parseEventBatch(ids.map(track)), new Date());
+  const flush = (v: ClaimView, org: string, ids: string[]) => {
+    const c = chunk(org, ids);
+    return insertOnce(svc.client, [c], (bodies) => insertEvents(svc.client, bodies), { claims: v }).then(() => c);
+  };
+  const copies = async (org: string) => {
+    const rs = await svc.client.query({
+      query: 'SELECT message_id, toUInt32(count()) AS n FROM events WHERE org_id = {org:UUID} GROUP BY message_id ORDER BY message_id',
+      query_params: { org },
+      format: 'JSONEachRow',
+    });
+    return Object.fromEntries((await rs.json<{ message_id: string; n: number }>()).map((r) => [r.message_id, r.n]));
+  };
+
+  it('loads the claims of the window at its first use, rows written without message_key included (the column DEFAULT)', async () => {
+    const org = randomUUID();
+    await svc.client.command({
+      query: `INSERT INTO events (org_id, event_id, type, timestamp, received_at, message_id) VALUES ({org:UUID}, generateUUIDv4(), 'track', now64(3), now64(3), 'before')`,
+      query_params: { org },
+    });
+    const v = view();
+    await v.ready(svc.client);
+    expect(v.mayHold(messageKey(org, 'before'))).to.equal(true);
+    expect(v.mayHold(messageKey(org, 'never'))).to.equal(false);
+    expect(v.watermark > 0n).to.equal(true);
+    // A retry of it is a duplicate.
+    expect((await flush(v, org, ['before', 'after'])).duplicates).to.equal(1);
+    expect(await copies(org)).to.deep.equal({ after: 1, before: 1 });
+  });
+
+  it('the confirming lookup finds a key ending in zero bytes', async () => {
+    const org = randomUUID();
+    let id = 0;
+    while (messageKey(org, `z${id}`)[15] !== 0) id++;
+    const v = view();
+    await flush(v, org, [`z${id}`]);
+    const found = await v.lookup(svc.client, [messageKey(org, `z${id}`)]);
+    expect(found.map((c) => c.rowId)).to.have.length(1);
+    expect((await flush(v, org, [`z${id}`])).duplicates).to.equal(1);
+  });
+
+  it("another writer's claims come in by block number: the watermark passes them and a retry of them is found without a stale view", async () => {
+    const org = randomUUID();
+    const [a, b] = [view(), view()];
+    await a.ready(svc.client);
+    await b.ready(svc.client);
+    await flush(a, org, ['m1', 'm2']);
+    const before = b.watermark;
+    // b has not seen m1: its next flush of anything reads a's part and learns it.
+    await flush(b, org, ['m3']);
+    expect(b.watermark > before).to.equal(true);
+    expect(b.mayHold(messageKey(org, 'm1'))).to.equal(true);
+    expect((await flush(b, org, ['m1'])).duplicates).to.equal(1);
+    expect(await copies(org)).to.deep.equal({ m1: 1, m2: 1, m3: 1 });
+  });
+
+  it('a later copy whose writer died before deleting it is deleted by the next flush that reads it', async () => {
+    const org = randomUUID();
+    const winner = view();
+    await winner.ready(svc.client);
+    await flush(winner, org, ['k']);
+    // A dead writer's INSERT of the same id, committed after the winner's check: nobody will
+    // delete it but a reader of its part.
+    await insertEvents(svc.client, [chunk(org, ['k']).body]);
+    expect(await copies(org)).to.deep.equal({ k: 2 });
+    await flush(winner, org, ['other']);
+    expect(await copies(org)).to.deep.equal({ k: 1, other: 1 });
+    // The first copy stays: the one with the lowest block number.
+    const rs = await svc.client.query({ query: "SELECT toUInt32(count()) AS n FROM events WHERE org_id = {org:UUID} AND message_id = 'k' AND _block_number = (SELECT min(_block_number) FROM events WHERE org_id = {org:UUID} AND message_id = 'k')", query_params: { org }, format: 'JSONEachRow' });
+    expect(await rs.json()).to.deep.equal([{ n: 1 }]);
+  });
+
+  it('with no filter memory (cap 0) every key is looked up, and the guarantees are the same', async () => {
+    const org = randomUUID();
+    const v = view(0);
+    expect(v.filtering).to.equal(false);
+    expect((await flush(v, org, ['a', 'b', 'a'])).duplicates).to.equal(1);
+    expect((await flush(v, org, ['a', 'c'])).duplicates).to.equal(1);
+    expect(await copies(org)).to.deep.equal({ a: 1, b: 1, c: 1 });
+  });
+
+  it('the event claims are the events table (no narrow claim table, no third view)', async () => {
+    const rs = await svc.client.query({
+      query: "SELECT name FROM system.tables WHERE database = currentDatabase() AND name IN ('event_message_ids', 'event_message_ids_mv')",
+      format: 'JSONEachRow',
+    });
+    expect(await rs.json()).to.deep.equal([]);
+    expect(EVENT_CLAIMS.table).to.equal('events');
+  });
+});
