@@ -19,7 +19,8 @@
  */
 import { invalid, type Issue } from '../errors.ts';
 import { claimIdentities, storedIdentities, type Identity } from './identity.ts';
-import { apiToDb, toResponseRow, type ResponseRecord } from './record.ts';
+import { apiToDb, type ResponseRecord } from './record.ts';
+import { encodeResponses, insertEncoded } from './encode.ts';
 import { dbToApi } from '../time/iso.ts';
 import type { RollupMaintainer } from './rollups/maintainer.ts';
 import type { Database } from '../clickhouse/connection.ts';
@@ -88,25 +89,20 @@ export async function insertResponses(db: Database, orgId: string, batch: readon
     // Again with the agreed identities: only a concurrent writer that claimed an id first, for
     // another survey, fails here.
     throwSurveyMoves(records, known);
-    const rows = records.map((record) => {
+    // The records as stored: created_at fixed to the id's identity (column and doc alike).
+    const stored = records.map((record) => {
       const identity = known.get(record.id.toLowerCase())!;
-      const fixed = identity.created_at === apiToDb(record.created_at) ? record : { ...record, created_at: dbToApi(identity.created_at) };
-      return toResponseRow(fixed, orgId);
+      return identity.created_at === apiToDb(record.created_at) ? record : { ...record, created_at: dbToApi(identity.created_at) };
     });
-    // The rollup slices of the rows as stored (created_at fixed above) are marked pending before
-    // the write and recomputed after it, off the write's path (rollups/maintainer.ts): readers
-    // take marked slices from the raw table, so the answers after the 200 are exact either way.
+    const rows = stored.map((r) => ({ id: r.id, survey_id: r.survey_id, created_at: apiToDb(r.created_at) }));
+    const body = encodeResponses(stored, orgId);
+    // The rollup slices of the rows as stored are marked pending before the write and recomputed
+    // after it, off the write's path (rollups/maintainer.ts): readers take marked slices from the
+    // raw table, so the answers after the 200 are exact either way.
     const slices = hourSlicesOf(rows);
     await rollups.mark(org, slices);
     try {
-      await client.insert({
-        table: 'survey_responses',
-        values: rows,
-        format: 'JSONEachRow',
-        // One part per week touched (schema/004 partitions by week): a batch of up to 1000
-        // records spread over years would pass the default limit of 100 partitions.
-        clickhouse_settings: { max_partitions_per_insert_block: '1000' },
-      });
+      await insertEncoded(client, body);
     } finally {
       rollups.written(org, slices);
     }
