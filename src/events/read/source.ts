@@ -5,7 +5,7 @@
  * through the same organization placeholder, so no query can forget it on any table it reads.
  */
 import type { ParamBag } from '../../clickhouse/sql.ts';
-import { compileScopeWhere, type ReadScope } from '../../query/scope.ts';
+import { compileFilters, compileScopeWhere, type ReadScope } from '../../query/scope.ts';
 import { compileEventFilter } from './compile.ts';
 import type { EventFilterNode } from './filters.ts';
 
@@ -25,6 +25,11 @@ export class EventSource {
   /** The WHERE expression: org first, then the timestamp range, then the filters joined by filtersBool. */
   where(): string {
     return compileScopeWhere(this.scope, this.bag, { org: this.org, time: 'timestamp', filter: (f) => compileEventFilter(f, this) });
+  }
+
+  /** The filters alone, joined by filtersBool in parentheses (undefined without filters). */
+  filtersSql(): string | undefined {
+    return compileFilters(this.scope, (f) => compileEventFilter(f, this));
   }
 
   /** `FROM events [joins] WHERE <scope>`; `joins` come from the methods below. */
