@@ -61,6 +61,8 @@ export function responsesFeature(deps: AppDeps): Feature {
   const rollups = new RollupMaintainer(client, deps.log);
   const tombstones = new Tombstones(client);
   const claims = responseIdView({ maxBytes: deps.config.claimFilterMaxBytes, clustered: deps.db.cluster !== undefined });
+  // Read the claimed ids now rather than in the first write (a failed read is tried again there).
+  claims.ready(client()).catch(() => undefined);
   const deleter = new ResponseDeleter(() => deps.db, rollups, tombstones, deps.log);
   return {
     routes: [
