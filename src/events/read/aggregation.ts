@@ -27,6 +27,7 @@ import {
 import { cachedRequest } from '../../query/request-cache.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../../query/shape.ts';
 import { jsonObject } from '../../validation.ts';
+import { markReleases, releasesForSeries } from '../../releases/marks.ts';
 import { propertyValue, rawJsonValue } from './compile.ts';
 import { eventScopeEntries } from './filters.ts';
 import { EventSource, type EventScope } from './source.ts';
@@ -190,10 +191,15 @@ export async function runEventAggregation(run: RunQuery, scope: EventScope, rule
 
 export async function aggregateEvents(client: ClickHouseClient, scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<EventAggregationResult> {
   const started = performance.now();
-  const { value: { plans, rows } } = await cachedRequest(client, 'event aggregation', [scope, rules, metrics], RANKED_BUCKETS_SETTINGS, ({ run, fresh }) =>
-    runEventAggregation(run, scope, rules, metrics, fresh));
+  const { value: { plans, rows, releases } } = await cachedRequest(client, 'event aggregation', [scope, rules, metrics], RANKED_BUCKETS_SETTINGS, async ({ run, fresh }) => {
+    const found = await runEventAggregation(run, scope, rules, metrics, fresh);
+    // The releases on the timestamp histograms (src/releases/marks.ts), in the same cached answer.
+    return { ...found, releases: await releasesForSeries(fresh, scope.orgId, scope.range, found.plans) };
+  });
   const extra = metrics.includes('unique_users') ? ['unique_users'] : [];
-  const { top, aggregations } = shapeBuckets(shapeLevels(rules, plans), rows, extra, MAX_RESPONSE_BUCKETS, tooManyBuckets);
+  const shaped = shapeBuckets(shapeLevels(rules, plans), rows, extra, MAX_RESPONSE_BUCKETS, tooManyBuckets);
+  const { top } = shaped;
+  const aggregations = markReleases(shaped.aggregations, plans, releases);
   return {
     took: Math.round(performance.now() - started),
     hits: { total: { value: top.doc_count } },

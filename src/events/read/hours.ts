@@ -12,13 +12,12 @@
  * every event of it lies in the same bucket and window as its start, and the union of both parts
  * holds every event in scope exactly once.
  */
-import { MICROS_PER_HOUR, formatDbMicros, parseInstantMicros, type HistogramPlan } from '../../query/histogram.ts';
-import { DT64 } from '../../query/scope.ts';
+import { MICROS_PER_HOUR, parseInstantMicros, type HistogramPlan } from '../../query/histogram.ts';
 import type { EventSource, EventScope } from './source.ts';
 
-/** The scope's filters can be evaluated on the projection's columns. */
+/** The scope can be evaluated on the projection's columns: filters on type and event_name only, no cohort (a per-user condition). */
 export function hoursServe(scope: EventScope): boolean {
-  return scope.filters.every((f) => f.kind === 'type' || f.kind === 'event_name');
+  return !scope.cohort && scope.filters.every((f) => f.kind === 'type' || f.kind === 'event_name');
 }
 
 /** The instants where a plan's buckets split time: every bucket start and the series' end. */
@@ -82,7 +81,7 @@ export function hoursSource(source: EventSource, edges: readonly bigint[]): stri
     `SELECT toDateTime64(toStartOfHour(timestamp), 3, 'UTC') AS t, type, event_name, count() AS n FROM events ` +
     `WHERE ${whole.join(' AND ')} GROUP BY toStartOfHour(timestamp), type, event_name`;
   if (split.partial.length === 0) return `FROM (${hours})`;
-  const ranges = split.partial.map((h) => `(timestamp >= ${bag.add(formatDbMicros(h), DT64)} AND timestamp < ${bag.add(formatDbMicros(h + MICROS_PER_HOUR), DT64)})`);
-  const rows = `SELECT timestamp AS t, type, event_name, toUInt64(1) AS n ${source.from()} AND (${ranges.join(' OR ')})`;
+  // One set lookup per row (an OR of one range per partial hour cost a comparison per hour per row).
+  const rows = `SELECT timestamp AS t, type, event_name, toUInt64(1) AS n ${source.from()} AND ${hourSeconds} IN ${bag.add(split.partial.map(seconds), 'Array(Int64)')}`;
   return `FROM (${hours} UNION ALL ${rows})`;
 }

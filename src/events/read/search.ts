@@ -38,9 +38,9 @@ export const eventSearchBodySchema = jsonObject({
 }, 'the event search body');
 export type EventSearchBody = v.InferOutput<typeof eventSearchBodySchema>;
 
-/** The scope of an event read: the token's organization, the body's filters and range. */
-export function eventScopeOf(orgId: string, body: Pick<EventSearchBody, 'filters_bool' | 'filters' | 'range'>): EventScope {
-  return { orgId, filtersBool: body.filters_bool, filters: body.filters, range: body.range };
+/** The scope of an event read: the token's organization, the body's filters, range and cohort. */
+export function eventScopeOf(orgId: string, body: Pick<EventSearchBody, 'filters_bool' | 'filters' | 'range' | 'cohort'>): EventScope {
+  return { orgId, filtersBool: body.filters_bool, filters: body.filters, range: body.range, cohort: body.cohort };
 }
 
 export interface EventSearchInput extends EventScope {
