@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { mintToken, type Scope } from '../../src/tokens/tokens.ts';
 import { request, startTestService, type TestResponse, type TestService } from './harness.ts';
+import { stopProcess, track } from './processes.ts';
 import { REDIS_SERVER, requireProgram } from './programs.ts';
 import { rng } from './random.ts';
 
@@ -26,16 +27,6 @@ function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
-}
-
-/** SIGTERM, and SIGKILL if it has not exited within 30 s: a service stops its engine on the way out. */
-async function stopProcess(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise((r) => proc.once('exit', r));
-  proc.kill('SIGTERM');
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 interface Instance {
@@ -71,7 +62,7 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
 
   let redisServer: string;
   const startRedis = () => {
-    redis = spawn(redisServer, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    redis = track(spawn(redisServer, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' }));
     // A spawn failure is reported on this event; unheard, it would be an uncaught exception that
     // mocha pins on whichever test runs then.
     redis.on('error', (err) => console.error(`redis-server: ${err.message}`));
@@ -91,7 +82,7 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
   const startInstanceOnce = async (): Promise<Instance> => {
     const port = await freePort();
     let out = '';
-    const proc = spawn(process.execPath, [BIN, 'serve'], { env: env(port), stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = track(spawn(process.execPath, [BIN, 'serve'], { env: env(port), stdio: ['ignore', 'pipe', 'pipe'] }));
     proc.stdout!.on('data', (d) => (out += d));
     proc.stderr!.on('data', (d) => (out += d));
     const url = `http://127.0.0.1:${port}`;

@@ -19,7 +19,10 @@ describe('response identity across service instances', function () {
   before(async () => {
     svc = await startTestService();
     token = await svc.token(['responses:read', 'responses:write']);
-    [a, b] = await Promise.all([startInstance(svc.database), startInstance(svc.database)]);
+    // Both started before either is awaited; when one fails, the other is kept for after() to stop.
+    const started = await Promise.allSettled([startInstance(svc.database), startInstance(svc.database)]);
+    [a, b] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined!));
+    for (const s of started) if (s.status === 'rejected') throw s.reason;
   });
   after(async () => {
     await Promise.all([a?.stop(), b?.stop()]);
