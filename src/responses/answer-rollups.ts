@@ -45,9 +45,17 @@ export function answerGroupsSql(scope: Scope, w: RollupWindow, bag: ParamBag): s
   const found = answerGroupFilter(scope)!;
   const q = bag.add(found.answer.question, 'String');
   const value = bag.add(found.answer.values[0], 'String');
-  // Only the entries of that answer are expanded; each array is filtered alike (as rollupAnswersSql).
+  // Only the entries of that answer are expanded; each array is filtered alike by one mask of the
+  // entries, computed once per row (the strings compared once, not once per array), and passed as
+  // an argument rather than captured (a captured column is copied once per element).
   // Score arrays are padded to the entries: a row without them counts no score and is flagged by answersCompleteSql.
-  const only = (column: string) => `arrayFilter((x, q, v) -> q = ${q} AND v = ${value}, ${column}, a_question_id, a_value)`;
+  const mask = `arrayMap((q, v) -> q = ${q} AND v = ${value}, a_question_id, a_value)`;
+  let first = true;
+  const only = (column: string) => {
+    const m = first ? `(${mask} AS answer_mask)` : 'answer_mask';
+    first = false;
+    return `arrayFilter((x, m) -> m, ${column}, ${m})`;
+  };
   const padded = (column: string) => only(`arrayResize(${column}, length(a_question_id))`);
   const arrays = [
     `${only('a_channel_id')} AS channel_id`, `${only('a_completion')} AS completion`, `${only('a_end_reason')} AS end_reason`,
