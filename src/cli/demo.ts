@@ -68,7 +68,7 @@ tallyhouse is running at ${baseUrl} (${mode === 'external' ? 'ClickHouse at CLIC
 
 Create a token:  tallyhouse token create --org <uuid> --scope events,releases,responses:read,responses:write
 
-API docs: ${baseUrl}/docs (OpenAPI: ${baseUrl}/openapi.json) and README.md. Stop with Ctrl-C.
+API docs: ${baseUrl}/docs (OpenAPI: ${baseUrl}/openapi.json) and docs/api.md. Stop with Ctrl-C.
 `;
 }
 
@@ -94,7 +94,7 @@ Demo organization ${demo.org_id}
   responses:read   ${t['responses:read']}
   responses:write  ${t['responses:write']}
 
-For the README's examples, paste:
+For the examples of README.md and docs/api.md, paste:
   export EVENTS_TOKEN=${t.events}
   export EVENTS_READ_TOKEN=${t['events:read']}
   export RELEASES_TOKEN=${t.releases}
@@ -129,6 +129,6 @@ curl -s -X SEARCH ${baseUrl}/1.0/event/aggregation -H 'Authorization: Bearer ${t
 
 curl -s ${baseUrl}/1.0/user/user-1 -H 'Authorization: Bearer ${t['events:read']}'
 
-API docs: ${baseUrl}/docs (OpenAPI: ${baseUrl}/openapi.json) and README.md. Stop with Ctrl-C.
+API docs: ${baseUrl}/docs (OpenAPI: ${baseUrl}/openapi.json) and docs/api.md. Stop with Ctrl-C.
 `;
 }

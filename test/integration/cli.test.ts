@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -13,6 +13,13 @@ import { loadConfig } from '../../src/config.ts';
 
 const run = promisify(execFile);
 const BIN = fileURLToPath(new URL('../../bin/tallyhouse.js', import.meta.url));
+
+/** README.md and every docs/*.md: wherever an example moves, the test follows it. */
+function exampleDocs(): Array<{ name: string; text: string }> {
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const docs = readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).sort().map((f) => join('docs', f));
+  return ['README.md', ...docs].map((name) => ({ name, text: readFileSync(join(root, name), 'utf8') }));
+}
 
 /**
  * The real `tallyhouse serve` process on an empty data directory, as `npm start` runs it, and the
@@ -75,9 +82,9 @@ describe('tallyhouse serve + CLI on one data directory', function () {
     }
   });
 
-  it('runs every curl example of README.md as pasted, once the banner\'s export lines are pasted', async () => {
-    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
-    const blocks = [...readme.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).filter((block) => /^curl /m.test(block));
+  it('runs every curl example of README.md and docs/*.md as pasted, once the banner\'s export lines are pasted', async () => {
+    const blocks = exampleDocs().flatMap(({ name, text }) =>
+      [...text.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]).filter((block) => /^curl /m.test(block)).map((block) => `# ${name}\n${block}`));
     expect(blocks.length).to.be.at.least(8);
     const exports = banner.split('\n').filter((line) => /^\s+export [A-Z_]+=\S+$/.test(line));
     expect(exports.map((l) => l.trim().split('=')[0])).to.include.members(['export EVENTS_TOKEN', 'export RELEASES_TOKEN', 'export READ_TOKEN', 'export WRITE_TOKEN']);
@@ -91,10 +98,10 @@ describe('tallyhouse serve + CLI on one data directory', function () {
     }
   });
 
-  it('answers the README\'s feedback-cohort funnel on the demo data with users in both cohorts', async () => {
-    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
-    const example = /curl -s -X SEARCH localhost:8080\/1\.0\/event\/funnel [^\n]*\\\n\s+-d '([^']*)'/.exec(readme);
-    expect(example, 'the README has a funnel example').to.not.equal(null);
+  it('answers the API guide\'s feedback-cohort funnel on the demo data with users in both cohorts', async () => {
+    const docs = exampleDocs().map((d) => d.text).join('\n');
+    const example = /curl -s -X SEARCH localhost:8080\/1\.0\/event\/funnel [^\n]*\\\n\s+-d '([^']*)'/.exec(docs);
+    expect(example, 'the docs have a funnel example').to.not.equal(null);
     const token = /events:read\s+(th_\S+)/.exec(banner)![1];
     const res = await request(baseUrl, 'SEARCH', '/1.0/event/funnel', { token, body: JSON.parse(example![1]) });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);
