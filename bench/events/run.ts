@@ -62,6 +62,22 @@ try {
   const end = (i: number) => new Date(state!.now - i).toISOString();
   const start = new Date(state.now - 100 * DAY + 1).toISOString();
   const daily = { field: 'timestamp', date_histogram_min_interval: 'day', date_histogram_buckets: 100 };
+  // The same questions asked directly of the engine, as a ClickHouse user would on this table: one
+  // GROUP BY over the rows (JSONExtract for the property), the count then the newest page.
+  const bucket = `intDiv(toUnixTimestamp64Milli(timestamp) - toUnixTimestamp64Milli({start:DateTime64(3, 'UTC')}), 86400000)`;
+  const scopeSql = `FROM events WHERE org_id = {org:UUID} AND timestamp >= {start:DateTime64(3, 'UTC')} AND timestamp <= {end:DateTime64(3, 'UTC')}`;
+  const direct: Record<string, string[]> = {
+    'count by event_name x 100 daily buckets': [`SELECT event_name, ${bucket} AS b, count() AS n ${scopeSql} GROUP BY event_name, b`],
+    'unique users per day': [`SELECT ${bucket} AS b, uniqExact(user_id) AS u ${scopeSql} GROUP BY b`],
+    'property filter + daily histogram': [`SELECT ${bucket} AS b, count() AS n ${scopeSql} AND JSONExtractString(properties, 'plan') = 'pro' GROUP BY b`],
+    'search newest page + exact count': [`SELECT count() AS n ${scopeSql}`, `SELECT * ${scopeSql} ORDER BY timestamp DESC LIMIT 10`],
+  };
+  const askEngine = async (sqls: string[], i: number): Promise<number> => {
+    const params = { org: state!.orgId, start: start.replace('T', ' ').replace('Z', ''), end: end(i).replace('T', ' ').replace('Z', '') };
+    const t0 = performance.now();
+    for (const query of sqls) await (await svc.client.query({ query, query_params: params, format: 'JSONEachRow' })).json();
+    return performance.now() - t0;
+  };
   const cases: [string, string, (i: number) => unknown][] = [
     ['count by event_name x 100 daily buckets', '/1.0/event/aggregation', (i) => ({ range: { start, end: end(i) }, group_by: [{ field: 'event_name' }, daily] })],
     ['unique users per day', '/1.0/event/aggregation', (i) => ({ range: { start, end: end(i) }, group_by: [daily], metrics: ['unique_users'] })],
@@ -71,8 +87,11 @@ try {
   const rows: string[] = [];
   for (const [name, path, body] of cases) {
     const ms: number[] = [];
+    const engineMs: number[] = [];
     let failed = 0;
     for (let i = 0; i < iterations; i++) {
+      // Side by side, alternating: the engine alone, then the service, on the same range.
+      engineMs.push(await askEngine(direct[name], i));
       const res = await timedRequest(svc.url, 'SEARCH', path, token, body(i));
       // A 503 is the 15 s query limit: counted and reported, the run goes on.
       if (res.status !== 200) {
@@ -83,9 +102,11 @@ try {
       ms.push(res.ms);
     }
     const s = ms.length ? summarize(ms) : { p50: NaN, p95: NaN };
+    const e = summarize(engineMs);
     const line =
       `${name.padEnd(42)} p50 ${s.p50.toFixed(0).padStart(6)} ms  p95 ${s.p95.toFixed(0).padStart(6)} ms  ${failed ? `${failed} of ${iterations} over 15 s (503)  ` : ''}` +
-      `target ${TARGETS_MS[name]} ms  load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`;
+      `target ${TARGETS_MS[name]} ms  | engine direct p50 ${e.p50.toFixed(0).padStart(6)} ms  p95 ${e.p95.toFixed(0).padStart(6)} ms  ` +
+      `service/engine p95 ${(s.p95 / e.p95).toFixed(2)}  load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`;
     log(line);
     rows.push(line);
   }

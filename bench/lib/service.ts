@@ -75,7 +75,7 @@ export const BENCH_SERVICE_ENV: Record<string, string> = {
 
 const STARTUP_TIMEOUT_MS = 180_000;
 
-function freePort(): Promise<number> {
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const srv = createServer();
     srv.once('error', reject);

@@ -10,10 +10,11 @@
  * clock starts. They go to one survey of their own (`writeSurveyId`), and are deleted afterwards
  * (lightweight DELETE on both tables), so the query data set stays the one seeded.
  */
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
 import { round, summarize, type LatencySummary } from '../lib/stats.ts';
 import { timedRequest } from './http.ts';
+import { responseRecord } from '../responses-write/records.ts';
 
 export interface WriteRun {
   org: 'empty' | 'large';
@@ -36,45 +37,6 @@ export function writeSurveyId(orgId: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-const COMMENTS = ['too slow to load', 'great support, thanks', 'billing page is confusing', 'love the new dashboard', 'export keeps failing'];
-
-function record(orgId: string, surveyId: string, nowMs: number, i: number) {
-  const created = new Date(nowMs - ((i * 7919) % (7 * 86_400_000)));
-  const ts = `${created.toISOString().slice(0, 19)}.${String((created.getTime() % 1000) * 1000 + (i % 1000)).padStart(6, '0')}Z`;
-  const question = '6f1c2d3e-4a5b-4c6d-8e7f-000000000001';
-  return {
-    id: randomUUID(),
-    doc_type: 'response',
-    org_id: orgId,
-    channel_id: surveyId,
-    respondent_id: randomUUID(),
-    respondent_aliases: [`user-${i % 5000}@example.com`],
-    survey_id: surveyId,
-    scenario_id: surveyId,
-    language: ['en', 'fr', 'de'][i % 3],
-    locale: ['en-US', 'fr-FR', 'de-DE'][i % 3],
-    question_id_path: 'q', question_correlation_id_path: 'qc', action_id_path: 'a', action_correlation_id_path: 'ac',
-    group_ids: [],
-    hidden_fields: [
-      { key: 'country', t: 0, v_s: ['FR', 'US', 'DE', 'GB'][i % 4] },
-      { key: 'plan', t: 0, v_s: ['free', 'pro', 'enterprise'][i % 3] },
-      { key: 'session_count', t: 2, v_d: i % 40 },
-    ],
-    emotions: { fear: null, sadness: null, anger: null, joy: null },
-    answers: [
-      { t: 2, v_d: i % 11, cta_type: 'nps', key: 'nps', question_id: question, question_correlation_id: question, translations: [], time: ts },
-      { t: 0, v_s: COMMENTS[i % COMMENTS.length], cta_type: 'open_question', key: 'why', question_id: surveyId, question_correlation_id: surveyId, translations: [], time: ts },
-    ],
-    completion: 'fully_completed',
-    active: false,
-    end_reason: 'completed',
-    ended_at: ts,
-    created_at: ts,
-    updated_at: ts,
-    last_answer_at: ts,
-  };
-}
-
 async function orgRows(client: ClickHouseClient, orgId: string): Promise<number> {
   const rs = await client.query({ query: 'SELECT count() AS n FROM survey_responses WHERE org_id = {org:UUID}', query_params: { org: orgId }, format: 'JSONEachRow' });
   return Number((await rs.json<{ n: string }>())[0]?.n ?? 0);
@@ -94,7 +56,7 @@ export async function measureWrites(opts: {
   const before = await orgRows(opts.client, opts.orgId);
   const now = Date.now();
   const bodies = Array.from({ length: opts.requests }, (_, r) =>
-    Array.from({ length: opts.recordsPerRequest }, (_, i) => record(opts.orgId, survey, now, r * opts.recordsPerRequest + i)),
+    Array.from({ length: opts.recordsPerRequest }, (_, i) => responseRecord(opts.orgId, survey, now, r * opts.recordsPerRequest + i)),
   );
   const latencies: number[] = [];
   let next = 0;

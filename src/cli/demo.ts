@@ -5,6 +5,9 @@ import type { Database } from '../clickhouse/connection.ts';
 import type { Logger } from '../log.ts';
 import { seedEvents } from '../seed/events.ts';
 import { seedResponses } from '../seed/responses.ts';
+import { QuestionKind, planSurveys } from '../seed/plan.ts';
+import { createRelease } from '../releases/store.ts';
+import { fromMillis } from '../time/iso.ts';
 import { TokenCache } from '../tokens/cache.ts';
 import { mintToken, SCOPES, type Scope } from '../tokens/tokens.ts';
 
@@ -15,8 +18,10 @@ export interface Demo {
 }
 
 const DEMO_RESPONSES = 5000;
-/** About 200 users (user-1 .. user-200) over 30 days, the ingest bench's mix. */
+/** 200 users (user-1 .. user-200) over 30 days, the ingest bench's mix. */
 const DEMO_EVENTS = 20_000;
+/** The event users are the respondents too, so the README's feedback-cohort examples answer something. */
+const DEMO_USERS = 200;
 
 /**
  * First run on an empty embedded data directory: a demo organization with one token per scope and
@@ -40,9 +45,11 @@ export async function ensureDemo(db: Database, dataDir: string, log: Logger): Pr
   const orgId = randomUUID();
   const tokens = await mintAll(db, orgId);
   log.info({ msg: 'seeding demo survey responses', responses: DEMO_RESPONSES });
-  const seeded = await seedResponses(db.client(), { orgId, responses: DEMO_RESPONSES, surveys: 3, days: 30 });
+  const seeded = await seedResponses(db.client(), { orgId, responses: DEMO_RESPONSES, surveys: 3, days: 30, respondents: DEMO_USERS, eventUsers: true });
   log.info({ msg: 'seeding demo events', events: DEMO_EVENTS });
-  await seedEvents(db.client(), { orgId, events: DEMO_EVENTS, days: 30 });
+  await seedEvents(db.client(), { orgId, events: DEMO_EVENTS, days: 30, users: DEMO_USERS });
+  // A release in the middle of the data: the histograms mark it, and `/1.0/release/latest/impact` compares the 14 days around it.
+  await createRelease(db.client(), orgId, { name: 'Demo release', version: '1.0.0', description: '', tags: ['demo'], released_at: fromMillis(Date.now() - 15 * 86_400_000) });
   const demo: Demo = { org_id: orgId, tokens, survey_ids: seeded.surveyIds };
   writeFileSync(file, JSON.stringify(demo, null, 2), { mode: 0o600 });
   return demo;
@@ -63,6 +70,12 @@ Create a token:  tallyhouse token create --org <uuid> --scope events,releases,re
 
 API docs: ${baseUrl}/docs (OpenAPI: ${baseUrl}/openapi.json) and README.md. Stop with Ctrl-C.
 `;
+}
+
+/** The correlation id of the demo's first survey's NPS question (the seed plan's, src/seed/plan.ts): answer filters' `key`. */
+export function demoNpsQuestion(demo: Demo): string {
+  const first = planSurveys(demo.org_id.toLowerCase(), 0, Math.max(1, demo.survey_ids.length))[0];
+  return first.questionCorrelationIds[first.kinds.indexOf(QuestionKind.nps)];
 }
 
 export function demoBanner(demo: Demo, baseUrl: string): string {
@@ -87,6 +100,7 @@ For the README's examples, paste:
   export RELEASES_TOKEN=${t.releases}
   export READ_TOKEN=${t['responses:read']}
   export WRITE_TOKEN=${t['responses:write']}
+  export NPS_QUESTION=${demoNpsQuestion(demo)}
 
 Try it:
 

@@ -17,6 +17,13 @@ export const UUID_PATTERN = /^[\da-f]{8}(?:-[\da-f]{4}){3}-[\da-f]{12}$/i;
 
 export type Scalar = string | number | boolean;
 
+/** `values` of a filter: a non-empty list of at most MAX_FILTER_VALUES items, each checked by the operator's rules. */
+export const filterValuesSchema = v.pipe(
+  v.array(v.unknown(), 'values must be an array'),
+  v.minLength(1, 'values must not be empty'),
+  v.maxLength(MAX_FILTER_VALUES, `values holds at most ${MAX_FILTER_VALUES} items`),
+);
+
 /** The argument part of a raw filter. */
 export interface FilterArgs {
   operator: Operator;

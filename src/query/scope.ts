@@ -36,9 +36,13 @@ export function compileScopeWhere<F>(scope: ReadScope<F>, bag: ParamBag, columns
   const parts = [`org_id = ${columns.org}`, ...(columns.extra ?? [])];
   if (scope.range?.start !== undefined) parts.push(`${columns.time} >= ${bag.add(scope.range.start, DT64)}`);
   if (scope.range?.end !== undefined) parts.push(`${columns.time} <= ${bag.add(scope.range.end, DT64)}`);
-  if (scope.filters.length > 0) {
-    const joiner = scope.filtersBool === 'OR' ? ' OR ' : ' AND ';
-    parts.push(`(${scope.filters.map(columns.filter).join(joiner)})`);
-  }
+  const filters = compileFilters(scope, columns.filter);
+  if (filters !== undefined) parts.push(filters);
   return parts.join(' AND ');
+}
+
+/** The filters joined by filters_bool, in parentheses; undefined without filters. */
+export function compileFilters<F>(scope: Pick<ReadScope<F>, 'filters' | 'filtersBool'>, filter: (node: F) => string): string | undefined {
+  if (scope.filters.length === 0) return undefined;
+  return `(${scope.filters.map(filter).join(scope.filtersBool === 'OR' ? ' OR ' : ' AND ')})`;
 }

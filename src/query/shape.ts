@@ -33,8 +33,15 @@ export interface Shaped {
   aggregations: Record<string, unknown>;
 }
 
-/** `maxBuckets` bounds the buckets of the whole answer; past it `tooMany()` is thrown. */
-export function shapeBuckets(levels: readonly ShapeLevel[], rows: readonly BucketRow[], metrics: readonly string[], maxBuckets: number, tooMany: () => Error): Shaped {
+/**
+ * `maxBuckets` bounds the buckets of the whole answer; past it `tooMany()` is thrown. `extra` adds
+ * fields to each bucket from its path (the keys down to it; a date level's key is its index), for
+ * figures that are not a number per row (the survey metrics).
+ */
+export function shapeBuckets(
+  levels: readonly ShapeLevel[], rows: readonly BucketRow[], metrics: readonly string[], maxBuckets: number, tooMany: () => Error,
+  extra?: (path: readonly (string | number)[]) => Record<string, unknown>,
+): Shaped {
   type Child = { key: string | number; doc_count: number; other: number; metrics: Record<string, number> };
   const children = new Map<string, Child[]>();
   const readMetrics = (row: BucketRow) => Object.fromEntries(metrics.map((m) => [m, Number(row[m] ?? 0)]));
@@ -61,7 +68,10 @@ export function shapeBuckets(levels: readonly ShapeLevel[], rows: readonly Bucke
     const found = children.get(JSON.stringify(path)) ?? [];
     emitted += spec.kind === 'date' ? spec.plan.starts.length : Math.max(found.length, spec.fill?.length ?? 0);
     if (emitted > maxBuckets) throw tooMany();
-    const nested = (key: string | number) => (depth + 1 < levels.length ? { aggregations: level(depth + 1, [...path, key]) } : {});
+    const nested = (key: string | number) => ({
+      ...extra?.([...path, key]),
+      ...(depth + 1 < levels.length ? { aggregations: level(depth + 1, [...path, key]) } : {}),
+    });
 
     if (spec.kind === 'date') {
       const byIndex = new Map(found.map((c) => [c.key, c]));

@@ -27,12 +27,18 @@
  *   three 100-bucket histograms would be a million zeros); beyond it the answer is a 400
  *   `query_too_expensive` asking for fewer buckets or levels, as Elasticsearch's max_buckets does.
  */
-import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import { fromScope, type Scope } from './compile.ts';
 import { COMPLETION_VALUES, queryScopeEntries } from './filters.ts';
 import { ignored, jsonObject } from '../validation.ts';
+import { compareSchema } from '../metrics/compare.ts';
+import { answerGroupFilter, answersCompleteColumn, completeRows } from './answer-rollups.ts';
+import type { ReleaseMark } from '../releases/marks.ts';
+import {
+  GROUP_METRIC_ROW, NO_COUNTS, RAW_METRIC_ROW, WEIGHTED_METRIC_ROW, countsOf, metricAggregates, metricRowColumns, metricsSchema, metricsServable, rollupMetricGroupsSql,
+  shapeMetrics, type MetricCounts, type MetricName, type Metrics,
+} from './metrics.ts';
 import {
   DATE_FIELD_COLUMNS,
   MAX_TERMS_BUCKETS,
@@ -44,8 +50,7 @@ import {
   type GroupByRule,
 } from './group-by.ts';
 import { parseInstantMicros, planSeries, type HistogramPlan } from '../query/histogram.ts';
-import { checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, RANKED_BUCKETS_SETTINGS, tooManyBuckets } from '../query/ranked-buckets.ts';
-import { cachedRequest } from '../query/request-cache.ts';
+import { checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, tooManyBuckets } from '../query/ranked-buckets.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
 import { filtersServable, grainOf, rawRemainderSql, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type GroupColumn, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
@@ -53,9 +58,12 @@ import { filtersServable, grainOf, rawRemainderSql, rollupAnswersSql, rollupGrou
 export { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
 import { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
 
-/** The scope plus `group_by`; `size` and `offset` are accepted and ignored, any other field is a 400. */
+/**
+ * The scope plus `group_by`, `metrics` (metrics.ts) and `compare` (aggregation-request.ts); `size`
+ * and `offset` are accepted and ignored, any other field is a 400.
+ */
 export const aggregationBodySchema = v.pipe(
-  jsonObject({ ...queryScopeEntries, group_by: groupBySchema, size: ignored, offset: ignored }, 'the aggregation body'),
+  jsonObject({ ...queryScopeEntries, group_by: groupBySchema, metrics: v.optional(metricsSchema), compare: v.optional(compareSchema), size: ignored, offset: ignored }, 'the aggregation body'),
   v.transform(({ size: _size, offset: _offset, ...body }) => body),
 );
 export type AggregationBody = v.InferOutput<typeof aggregationBodySchema>;
@@ -63,17 +71,28 @@ export type AggregationBody = v.InferOutput<typeof aggregationBodySchema>;
 export interface Bucket {
   key: string;
   doc_count: number;
+  metrics?: Metrics;
   aggregations?: LevelResult;
 }
 
 export type LevelResult =
-  | { field: DateField; interval: string; buckets: Bucket[] }
+  | { field: DateField; interval: string; buckets: Bucket[]; releases?: ReleaseMark[] }
   | { field: string; hidden_field_key?: string; question_id?: string; buckets: Bucket[]; other_doc_count: number };
+
+/** One comparison's tree (aggregation-request.ts): its range, and the same tree over it, with deltas. */
+export interface ComparisonResult {
+  range: { start: string; end: string };
+  hits: { total: { value: number } };
+  metrics?: Metrics;
+  aggregations: LevelResult;
+}
 
 export interface AggregationResult {
   took: number;
   hits: { total: { value: number } };
+  metrics?: Metrics;
   aggregations: LevelResult;
+  comparisons?: ComparisonResult[];
 }
 
 // --- (1) data bounds -------------------------------------------------------------------------------
@@ -120,16 +139,31 @@ export type AggregationRow = BucketRow;
  * level's key is its bucket index), `doc_count` counts distinct responses, `other_doc_count` is the
  * summed doc_count of the siblings beyond the first 100. Only rows under kept ancestors are returned.
  */
-export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupWindow): CompiledQuery {
+export function compileAggregation(
+  scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupWindow, metrics: readonly MetricName[] = [],
+): CompiledQuery {
   const bag = new ParamBag();
   const source = fromScope(scope, bag);
   if (rollup) {
+    const weighted = weightedSource(scope, rules, plans, rollup, source, bag, metrics);
     const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
-    return compiled(compileRankedBuckets({ ...weightedSource(scope, rules, plans, rollup, source, bag), limit }), bag);
+    // Rollup-served metrics have no multi-valued level (metricsServable): every row counts in full.
+    const ranked = compileRankedBuckets({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit });
+    const check = answersCompleteColumn(scope, rollup, bag);
+    return compiled(check ? `SELECT *${check} FROM (${ranked})` : ranked, bag);
   }
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
-  return compiled(compileRankedBuckets({ source, keys, count: docCountSql(rules), limit }), bag);
+  const metricColumns = metricAggregates(metrics, RAW_METRIC_ROW, firstFlagsPerDepth(rules));
+  return compiled(compileRankedBuckets({ source, keys, count: docCountSql(rules), metrics: metricColumns, limit }), bag);
+}
+
+/**
+ * Per depth (0..n), the condition under which a raw row counts in a bucket of that depth: the
+ * first value of every deeper multi-valued level ('' when there is none), as docCountSql counts.
+ */
+function firstFlagsPerDepth(rules: readonly GroupByRule[]): string[] {
+  return Array.from({ length: rules.length + 1 }, (_, d) => rules.flatMap((rule, i) => (i + 1 > d && isMultiValued(rule) ? [isFirstOfLevelSql(i + 1)] : [])).join(' AND '));
 }
 
 /**
@@ -142,7 +176,9 @@ export function compileAggregation(scope: Scope, rules: readonly GroupByRule[], 
  *   none); their answer key is NULL, so they are in no bucket of that level or below;
  * - rollup answer counts (of the one answer level's question): their count from that level down.
  */
-function weightedSource(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupWindow, rawSource: string, bag: ParamBag): { source: string; keys: string[]; count: string } {
+function weightedSource(
+  scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupWindow, rawSource: string, bag: ParamBag, metrics: readonly MetricName[],
+): { source: string; keys: string[]; count: string } {
   const n = rules.length;
   const depths = Array.from({ length: n + 1 }, (_, d) => d);
   const answerLevel = rules.findIndex((r) => r.kind === 'answer') + 1; // 1-based, 0 when none
@@ -155,11 +191,12 @@ function weightedSource(scope: Scope, rules: readonly GroupByRule[], plans: read
   if (remainder !== undefined) {
     const rawKeys = rules.map((rule, i) => `${levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
     const firstFlags = (d: number) => rules.flatMap((rule, i) => (i + 1 > d && isMultiValued(rule) ? [isFirstOfLevelSql(i + 1)] : []));
-    sources.push(`SELECT ${rawKeys}, ${weights((d) => firstFlags(d).join(' AND ') || '1')} ${rawSource} AND ${remainder}`);
+    sources.push(`SELECT ${rawKeys}, ${weights((d) => firstFlags(d).join(' AND ') || '1')}${metricRowColumns(metrics, RAW_METRIC_ROW)} ${rawSource} AND ${remainder}`);
   }
   // The group columns the levels' keys read (survey_id and created_at are on every rollup row).
   const columns = rules.flatMap((r): GroupColumn[] => (r.kind === 'completion' || r.kind === 'end_reason' ? [r.kind] : []));
-  sources.push(`SELECT ${keysWith('CAST(NULL AS Nullable(String))')}, ${weights((d) => (answerLevel === 0 || d < answerLevel ? 'x_rows' : '0'))} FROM (${rollupGroupsSql(scope, rollup, bag, columns)})`);
+  const groups = metrics.length === 0 ? rollupGroupsSql(scope, rollup, bag, columns) : rollupMetricGroupsSql(scope, rollup, bag, columns, metrics);
+  sources.push(`SELECT ${keysWith('CAST(NULL AS Nullable(String))')}, ${weights((d) => (answerLevel === 0 || d < answerLevel ? 'x_rows' : '0'))}${metricRowColumns(metrics, GROUP_METRIC_ROW)} FROM (${groups})`);
   if (answerLevel > 0) {
     const rule = rules[answerLevel - 1] as Extract<GroupByRule, { kind: 'answer' }>;
     sources.push(`SELECT ${keysWith('CAST(answer_value AS Nullable(String))')}, ${weights((d) => (d >= answerLevel ? 'x_rows' : '0'))} FROM (${rollupAnswersSql(scope, rollup, rule.questionId, bag, columns)})`);
@@ -178,12 +215,36 @@ export function docCountSql(rules: readonly GroupByRule[]): string {
 
 // --- (4) shaping -----------------------------------------------------------------------------------
 
-/** Rows -> the nested body (src/query/shape.ts). Pure; `took` is passed in. */
+/** A bucket's place in the tree: the keys down to it (a date level's key is its bucket index). */
+export type BucketPath = readonly (string | number)[];
+const pathKey = (path: BucketPath) => JSON.stringify(path);
+
+/** What shapeAggregation adds to the counts: the metrics of every bucket, and their change from another tree. */
+export interface ShapeOptions {
+  metrics?: readonly MetricName[];
+  /** For a comparison's tree: the counts of the main range's bucket at the same path (the deltas). */
+  main?: (path: BucketPath) => MetricCounts;
+}
+
+/** The metric counts of each bucket of the rows, by path ([] = the whole scope). */
+export function countsByPath(rules: readonly GroupByRule[], rows: readonly AggregationRow[]): (path: BucketPath) => MetricCounts {
+  const byPath = new Map<string, MetricCounts>();
+  for (const row of rows) {
+    const depth = Number(row.depth);
+    const path: (string | number)[] = [];
+    for (let i = 1; i <= depth; i++) path.push(rules[i - 1].kind === 'date' ? Number(row[`k${i}`]) : String(row[`k${i}`]));
+    byPath.set(pathKey(path), countsOf(row));
+  }
+  return (path) => byPath.get(pathKey(path)) ?? NO_COUNTS;
+}
+
+/** Rows -> the nested body (src/query/shape.ts), with the metrics of every bucket when asked. Pure; `took` is passed in. */
 export function shapeAggregation(
   rules: readonly GroupByRule[],
   plans: readonly (HistogramPlan | undefined)[],
   rows: readonly AggregationRow[],
   took: number,
+  options: ShapeOptions = {},
 ): AggregationResult {
   const levels = rules.map((rule, i): ShapeLevel => {
     switch (rule.kind) {
@@ -195,32 +256,37 @@ export function shapeAggregation(
       default: return { kind: 'terms', head: { field: rule.field } };
     }
   });
-  const { top, aggregations } = shapeBuckets(levels, rows, [], MAX_RESPONSE_BUCKETS, tooManyBuckets);
-  return { took, hits: { total: { value: top.doc_count } }, aggregations: aggregations as LevelResult };
+  const names = options.metrics ?? [];
+  const counts = names.length ? countsByPath(rules, rows) : undefined;
+  const metricsAt = (path: BucketPath) => {
+    if (!counts) return {};
+    const mine = counts(path);
+    return { metrics: shapeMetrics(names, mine, options.main ? { from: mine, to: options.main(path) } : undefined) };
+  };
+  const { top, aggregations } = shapeBuckets(levels, rows, [], MAX_RESPONSE_BUCKETS, tooManyBuckets, counts ? metricsAt : undefined);
+  return { took, hits: { total: { value: top.doc_count } }, ...metricsAt([]), aggregations: aggregations as LevelResult };
 }
 
-// --- the handler -----------------------------------------------------------------------------------
-
-/** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed scope and rules. */
-export async function aggregate(client: ClickHouseClient, scope: Scope, rules: readonly GroupByRule[], options: ReadOptions = {}): Promise<{ result: AggregationResult; watermark: number }> {
-  const started = performance.now();
-  // Cached as a whole request (src/query/request-cache.ts): the bounds and the pending marks it
-  // read are those its rows were computed with. They are read without any cache; the grouped
-  // query may use the engine's 3 s query cache (its SQL carries both).
-  const { value: { plans, rows }, at } = await cachedRequest(client, 'aggregation', [scope, rules, options], RANKED_BUCKETS_SETTINGS, ({ run, fresh }) =>
-    runAggregation(run, scope, rules, { ...options, fresh }));
-  return { result: shapeAggregation(rules, plans, rows, Math.round(performance.now() - started)), watermark: at };
+export interface AggregationOptions extends ReadOptions {
+  /** The metrics of every bucket (metrics.ts). */
+  metrics?: readonly MetricName[];
+  /** The series of the date levels, when the caller planned them (a comparison's: aggregation-request.ts). */
+  plans?: readonly (HistogramPlan | undefined)[];
 }
 
 /** The data bounds when a histogram needs them, the plans, then the grouped query. */
-export async function runAggregation(run: RunQuery, scope: Scope, rules: readonly GroupByRule[], options: ReadOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
-  const needBounds = fieldsNeedingBounds(rules, scope.range);
+export async function runAggregation(run: RunQuery, scope: Scope, rules: readonly GroupByRule[], options: AggregationOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
+  const metrics = options.metrics ?? [];
+  const needBounds = options.plans ? [] : fieldsNeedingBounds(rules, scope.range);
   const bounds = needBounds.length ? readBounds(needBounds, (await (options.fresh ?? run)<Record<string, string | null>>(compileBounds(scope, needBounds)))[0]) : {};
-  const plans = planLevels(rules, scope.range, bounds);
+  const plans = options.plans ? [...options.plans] : planLevels(rules, scope.range, bounds);
   checkDenseBuckets(plans);
   // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
-  const grain = options.rollups !== false && filtersServable(scope) && rulesServable(rules) ? grainOf(plans) : null;
-  if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans)) };
-  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, grain) ?? undefined);
-  return { plans, rows: (await runWithPending<AggregationRow>(run, options.fresh ?? run, scope.orgId, compile))! };
+  // An answer filter's groups hold no other question's answers: no `answer` level with it (answer-rollups.ts).
+  const answerFiltered = answerGroupFilter(scope) !== undefined && rules.some((r) => r.kind === 'answer');
+  const grain = options.rollups !== false && filtersServable(scope) && !answerFiltered && rulesServable(rules) && metricsServable(rules, metrics) ? grainOf(plans) : null;
+  if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics)) };
+  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, grain) ?? undefined, metrics);
+  const rows = (await runWithPending<AggregationRow>(run, options.fresh ?? run, scope.orgId, compile))!;
+  return { plans, rows: completeRows(rows) ?? (await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics))) };
 }

@@ -7,6 +7,8 @@ import { addGlobalDefs } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { COMPLETION_VALUES } from './filters.ts';
 import { responseRecordSchema } from './record.ts';
+import { metricsResultSchema } from './metrics.ts';
+import { releaseMarkSchema } from '../releases/marks.ts';
 
 const count = v.pipe(v.number(), v.integer(), v.minValue(0));
 const took = v.pipe(v.number(), v.integer(), v.minValue(0));
@@ -46,10 +48,16 @@ export const summarySchema = v.object({
 const bucketSchema = v.object({
   key: v.string(),
   doc_count: count,
+  metrics: v.optional(metricsResultSchema),
   aggregations: v.optional(v.lazy(() => aggregationLevelSchema)),
 });
 export const aggregationLevelSchema: v.GenericSchema = v.union([
-  v.object({ field: v.string(), interval: v.string(), buckets: v.array(bucketSchema) }),
+  v.object({
+    field: v.string(),
+    interval: v.string(),
+    buckets: v.array(bucketSchema),
+    releases: v.optional(v.pipe(v.array(releaseMarkSchema), v.description('The releases whose released_at falls in this series, with the bucket each falls in; absent when none'))),
+  }),
   v.object({
     field: v.string(),
     hidden_field_key: v.optional(v.string()),
@@ -64,5 +72,12 @@ addGlobalDefs({ AggregationLevel: aggregationLevelSchema });
 export const aggregationResultSchema = v.object({
   took,
   hits: v.object({ total: v.object({ value: count }) }),
+  metrics: v.optional(metricsResultSchema),
   aggregations: aggregationLevelSchema,
+  comparisons: v.optional(v.array(v.object({
+    range: v.object({ start: v.string(), end: v.string() }),
+    hits: v.object({ total: v.object({ value: count }) }),
+    metrics: v.optional(metricsResultSchema),
+    aggregations: aggregationLevelSchema,
+  }))),
 });

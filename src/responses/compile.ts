@@ -12,6 +12,7 @@ import { pageWindowAnchor, smallestWindowHolding, windowCountColumns, windowStar
 import { compileScopeWhere, DT64 as DT } from '../query/scope.ts';
 import { READ_SETTINGS } from '../query/settings.ts';
 import type { ResponsePosition } from './cursor.ts';
+import { answerFilterSql } from './answer-filter.ts';
 
 /** Resource limits of every survey-response query: the query language's read limits (src/query/settings.ts). */
 export const QUERY_SETTINGS: ClickHouseSettings = READ_SETTINGS;
@@ -96,6 +97,8 @@ function positiveExpr(node: FilterNode, bag: ParamBag): string {
         : `completion IN ${bag.add(node.values, 'Array(String)')}`;
     case 'hidden_field':
       return hiddenFieldExpr(node, bag);
+    case 'answer':
+      return answerFilterSql(node, bag);
   }
   throw new Error(`unreachable filter node ${JSON.stringify(node)}`);
 }

@@ -15,6 +15,7 @@ import { QUERY_SETTINGS } from './compile.ts';
 import { storedIdentities } from './identity.ts';
 import type { RollupMaintainer } from './rollups/maintainer.ts';
 import { hourSlicesOf } from './rollups/slices.ts';
+import type { Tombstones } from './tombstones.ts';
 import { withIdLocks } from './store.ts';
 
 /** Deleted rows are physically removed at most this long after a deletion (while the service runs). */
@@ -26,6 +27,7 @@ export class ResponseDeleter {
   constructor(
     private readonly db: () => Database,
     private readonly rollups: RollupMaintainer,
+    private readonly tombstones: Tombstones,
     private readonly log: Logger,
   ) {}
 
@@ -46,6 +48,7 @@ export class ResponseDeleter {
         values: wanted.map((id) => ({ org_id: org, id, deleted_at: deletedAt })),
         format: 'JSONEachRow',
       });
+      this.tombstones.note(org, new Map(wanted.map((id) => [id, deletedAt])));
       if (known.size === 0) return 0;
       const slices = hourSlicesOf([...known.values()]);
       await this.rollups.mark(org, slices);

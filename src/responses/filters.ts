@@ -27,6 +27,8 @@
  *     lexicographically; contains is a case-insensitive substring of string entries; before/after
  *     take an ISO 8601 value and compare string entries that read as a date; null = the response
  *     has no entry with that key.
+ *   response.answer (key = the question's correlation id): answer-filter.ts
+ *                        eq neq in not_in gt lt null not_null contains not_contains
  */
 import * as v from 'valibot';
 import { maxChars } from '../chars.ts';
@@ -38,6 +40,7 @@ import {
   rangeSchema as sharedRangeSchema, type FilterProblem, type Scalar,
 } from '../query/filter-args.ts';
 import { EQ_IN, NEGATIVE, OPERATORS, type Operator, type Positive } from '../query/operators.ts';
+import { answerNode, type AnswerFilterNode } from './answer-filter.ts';
 
 export { OPERATORS, type Operator } from '../query/operators.ts';
 
@@ -92,7 +95,8 @@ export type FilterNode =
   | { readonly kind: 'hidden_field'; readonly key: string; readonly op: 'null'; readonly negate: boolean }
   | { readonly kind: 'hidden_field'; readonly key: string; readonly op: 'contains'; readonly negate: boolean; readonly value: string }
   | { readonly kind: 'hidden_field'; readonly key: string; readonly op: 'gt' | 'lt'; readonly negate: false; readonly value: string | number }
-  | { readonly kind: 'hidden_field'; readonly key: string; readonly op: 'before' | 'after'; readonly negate: false; readonly value: string /* DateTime64 text */ };
+  | { readonly kind: 'hidden_field'; readonly key: string; readonly op: 'before' | 'after'; readonly negate: false; readonly value: string /* DateTime64 text */ }
+  | AnswerFilterNode;
 
 export { MAX_FILTERS, MAX_FILTER_VALUES, MAX_VALUE_LENGTH };
 export const MAX_OFFSET = 100_000;
@@ -102,7 +106,7 @@ const UUID = UUID_PATTERN;
 
 
 interface RawFilter {
-  type: 'response' | 'response.hidden_field';
+  type: 'response' | 'response.hidden_field' | 'response.answer';
   key: string;
   operator: Operator;
   value?: unknown;
@@ -112,7 +116,7 @@ interface RawFilter {
 type Problem = FilterProblem;
 
 const rawFilterSchema = v.object({
-  type: v.optional(v.picklist(['response', 'response.hidden_field'], 'type must be "response" or "response.hidden_field"'), 'response'),
+  type: v.optional(v.picklist(['response', 'response.hidden_field', 'response.answer'], 'type must be "response", "response.hidden_field" or "response.answer"'), 'response'),
   key: v.pipe(v.string('key must be a string'), v.minLength(1, 'key must not be empty'), maxChars(255, 'key is at most 255 characters')),
   operator: v.picklist(OPERATORS, `operator must be one of ${OPERATORS.join(', ')}`),
   value: v.optional(v.unknown()),
@@ -148,6 +152,7 @@ export const filterSchema = v.pipe(
 /** Pure key/operator/value rules; returns the node or the list of problems. */
 export function toNode(f: RawFilter): FilterNode | Problem[] {
   if (f.type === 'response.hidden_field') return hiddenFieldNode(f);
+  if (f.type === 'response.answer') return answerNode(f);
   const key = KEY_SYNONYMS[f.key] ?? f.key;
   if (!Object.hasOwn(RESPONSE_KEY_OPERATORS, key)) {
     return [{ field: 'key', message: `unknown key "${f.key}"; response filter keys are ${Object.keys(RESPONSE_KEY_OPERATORS).join(', ')} (hidden fields use type "response.hidden_field")` }];

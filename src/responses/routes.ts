@@ -5,7 +5,8 @@ import { UUID_PATTERN } from '../query/filter-args.ts';
 import { IDEMPOTENCY_DESCRIPTION, idempotent } from '../idempotency/route.ts';
 import { IdempotencyStore } from '../idempotency/store.ts';
 import { answer, defineRoute, type Feature, type ParamSpec } from '../server/route.ts';
-import { aggregate, aggregationBodySchema } from './aggregation.ts';
+import { aggregationBodySchema } from './aggregation.ts';
+import { aggregate } from './aggregation-request.ts';
 import { aggregationResultSchema, searchResultSchema, summarySchema, writeResultSchema } from './answers.ts';
 import { deletionResultSchema } from '../validation.ts';
 import { scopeOf } from './compile.ts';
@@ -17,6 +18,7 @@ import { CSV_COLUMNS, exportResponses } from './export.ts';
 import { EXPORT_CONTENT_TYPE, exportFormatOf } from '../query/export.ts';
 import { RollupMaintainer } from './rollups/maintainer.ts';
 import { insertResponses } from './store.ts';
+import { Tombstones } from './tombstones.ts';
 import { ResponseDeleter } from './delete.ts';
 import { summarize } from './summary.ts';
 
@@ -57,7 +59,8 @@ export function responsesFeature(deps: AppDeps): Feature {
   const client = () => deps.db.client();
   const keys = new IdempotencyStore(client, () => deps.db.cluster !== undefined);
   const rollups = new RollupMaintainer(client, deps.log);
-  const deleter = new ResponseDeleter(() => deps.db, rollups, deps.log);
+  const tombstones = new Tombstones(client);
+  const deleter = new ResponseDeleter(() => deps.db, rollups, tombstones, deps.log);
   return {
     routes: [
       defineRoute<v.InferOutput<typeof responseBatchSchema>>({
@@ -72,7 +75,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         body: { schema: responseBatchSchema, parse: (raw, auth) => parseResponseBatch(raw, auth.orgId), limitBytes, example: [EXAMPLE_RECORD] },
         success: { status: 200, description: 'Stored (inserted or replaced)', schema: writeResultSchema, example: { count: 1 } },
         errors: [400, 401, 403, 409, 413, 415, 429, 503],
-        handler: idempotent(keys, 'writeSurveyResponses', 200, async ({ auth, body }) => ({ count: await insertResponses(deps.db, auth.orgId, body, rollups) })),
+        handler: idempotent(keys, 'writeSurveyResponses', 200, async ({ auth, body }) => ({ count: await insertResponses(deps.db, auth.orgId, body, { rollups, tombstones }) })),
       }),
       defineRoute({
         operationId: 'deleteSurveyResponse',
@@ -178,7 +181,13 @@ export function responsesFeature(deps: AppDeps): Feature {
         aliases: ['POST'],
         path: '/1.0/survey/:survey_ids/response/aggregation',
         tag: 'survey responses',
-        summary: 'Counts grouped by ordered group_by rules, with dense date histograms',
+        summary: 'Counts grouped by ordered group_by rules, with dense date histograms; optionally survey metrics per bucket and period comparisons',
+        description:
+          '`metrics` (any of nps, csat, ces, completion) adds to every bucket and to the whole scope the NPS (score, groups, 95% interval), CSAT and CES ' +
+          '(average, n, 95% interval) and completion (counts, rate, 95% interval), computed as the summary computes them. `compare` (previous_period, ' +
+          'previous_year or a list of {start, end} ranges; needs range.start and range.end) adds `comparisons`: the same tree over each range, the date ' +
+          'levels with the main series\' interval and bucket count, each metric with `delta` (main minus comparison), `delta_ci95` and `significant` (at 95%). ' +
+          'With a `range`, a date level lists the organization\'s `releases` whose released_at falls in its series, with the `bucket` each falls in (absent when none).',
         scope: 'responses:read',
         rateLimit: 'survey read',
         params: SURVEY_IDS,
@@ -189,13 +198,16 @@ export function responsesFeature(deps: AppDeps): Feature {
           example: {
             range: { field: 'created_at', start: '2024-05-01T00:00:00Z', end: '2024-05-02T23:59:59Z' },
             group_by: [{ field: 'completion' }, { field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 2 }],
+            metrics: ['nps', 'completion'],
+            compare: 'previous_period',
           },
         },
         success: { status: 200, description: 'Bucket counts, one level per group_by rule', schema: aggregationResultSchema, example: EXAMPLE_AGGREGATION, headers: POLLED_HEADERS },
         errors: READ_ERRORS,
         conditional: true,
         handler: async ({ auth, body, params }) => {
-          const { result, watermark } = await aggregate(client(), readScope(auth.orgId, params, body), body.group_by as GroupByRule[]);
+          const request = { rules: body.group_by as GroupByRule[], metrics: body.metrics, compare: body.compare };
+          const { result, watermark } = await aggregate(client(), readScope(auth.orgId, params, body), request);
           return answer({ body: result, headers: watermarkHeader(watermark) });
         },
       }),
@@ -236,16 +248,42 @@ const EXAMPLE_SUMMARY = {
   supports: { email: 1 },
 };
 
+const EXAMPLE_NPS = { score: 100, detractor: 0, neutral: 0, promotor: 1, total: 1, ci95: [-48.5, 98.5] };
+const EXAMPLE_COMPLETION = { not_started: 0, partially_completed: 0, fully_completed: 1, rate: 1, ci95: [0.2065, 1] };
+const NO_NPS = { score: null, detractor: 0, neutral: 0, promotor: 0, total: 0, ci95: null };
+const NO_COMPLETION = { not_started: 0, partially_completed: 0, fully_completed: 0, rate: null, ci95: null };
+const EXAMPLE_DAYS = (first: Record<string, unknown>, second: Record<string, unknown>, start: string) => ({
+  field: 'created_at',
+  interval: '1 day',
+  buckets: [{ key: `${start}-01T00:00:00.000000Z`, doc_count: 1, metrics: first }, { key: `${start}-02T00:00:00.000000Z`, doc_count: 0, metrics: second }],
+});
+const NO_CHANGE = { delta: null, delta_ci95: null, significant: false };
+
 const EXAMPLE_AGGREGATION = {
   took: 9,
   hits: { total: { value: 1 } },
+  metrics: { nps: EXAMPLE_NPS, completion: EXAMPLE_COMPLETION },
   aggregations: {
     field: 'completion',
     buckets: [
-      { key: 'fully_completed', doc_count: 1, aggregations: { field: 'created_at', interval: '1 day', buckets: [{ key: '2024-05-01T00:00:00.000000Z', doc_count: 1 }, { key: '2024-05-02T00:00:00.000000Z', doc_count: 0 }] } },
-      { key: 'not_started', doc_count: 0, aggregations: { field: 'created_at', interval: '1 day', buckets: [{ key: '2024-05-01T00:00:00.000000Z', doc_count: 0 }, { key: '2024-05-02T00:00:00.000000Z', doc_count: 0 }] } },
-      { key: 'partially_completed', doc_count: 0, aggregations: { field: 'created_at', interval: '1 day', buckets: [{ key: '2024-05-01T00:00:00.000000Z', doc_count: 0 }, { key: '2024-05-02T00:00:00.000000Z', doc_count: 0 }] } },
+      {
+        key: 'fully_completed', doc_count: 1, metrics: { nps: EXAMPLE_NPS, completion: EXAMPLE_COMPLETION },
+        aggregations: EXAMPLE_DAYS({ nps: EXAMPLE_NPS, completion: EXAMPLE_COMPLETION }, { nps: NO_NPS, completion: NO_COMPLETION }, '2024-05'),
+      },
     ],
     other_doc_count: 0,
   },
+  comparisons: [{
+    range: { start: '2024-04-29T00:00:00.000000Z', end: '2024-04-30T23:59:59.000000Z' },
+    hits: { total: { value: 0 } },
+    metrics: { nps: { ...NO_NPS, ...NO_CHANGE }, completion: { ...NO_COMPLETION, ...NO_CHANGE } },
+    aggregations: {
+      field: 'completion',
+      buckets: [{
+        key: 'fully_completed', doc_count: 0, metrics: { nps: { ...NO_NPS, ...NO_CHANGE }, completion: { ...NO_COMPLETION, ...NO_CHANGE } },
+        aggregations: EXAMPLE_DAYS({ nps: { ...NO_NPS, ...NO_CHANGE } }, { nps: { ...NO_NPS, ...NO_CHANGE } }, '2024-04'),
+      }],
+      other_doc_count: 0,
+    },
+  }],
 };

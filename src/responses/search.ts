@@ -5,6 +5,7 @@ import { filtersServable, rawRemainderSql, rollupGroupsSql, rollupWindow, runWit
 import { MICROS_PER_HOUR, parseInstantMicros } from '../query/histogram.ts';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import type { ResponseRecord } from './record.ts';
+import { answersCompleteColumn, completeRows } from './answer-rollups.ts';
 import { decodeCursor, encodeCursor, type ResponsePosition } from './cursor.ts';
 
 export interface SearchInput extends Scope {
@@ -41,7 +42,8 @@ export async function runSearch(run: RunQuery, input: SearchInput, options: Read
       const window = rollupWindow(input.range, pending, 'month');
       return window ? compileRollupCount(input, window) : null;
     });
-    if (found) return searchFromRollup(run, input, found[0]);
+    const complete = found && completeRows(found);
+    if (complete) return searchFromRollup(run, input, complete[0]);
   }
   // The window counts only serve to pick the page's window: none without a page.
   const windows = input.size > 0 ? pageWindowStarts(input.range?.end, Date.now(), input.after) : [];
@@ -91,7 +93,7 @@ export function compileRollupCount(scope: Scope, window: RollupWindow): Compiled
   const parts = [`SELECT sum(x_rows) AS n, maxIfOrNull(created_at, x_rows > 0) AS newest_match FROM (${rollupGroupsSql(scope, window, bag, [])})`];
   const remainder = rawRemainderSql(window, bag);
   if (remainder !== undefined) parts.unshift(`SELECT count() AS n, maxOrNull(created_at) AS newest_match ${source} AND ${remainder}`);
-  return compiled(`SELECT sum(n) AS total, toString(max(newest_match)) AS newest FROM (${parts.join(' UNION ALL ')})`, bag);
+  return compiled(`SELECT sum(n) AS total, toString(max(newest_match)) AS newest${answersCompleteColumn(scope, window, bag)} FROM (${parts.join(' UNION ALL ')})`, bag);
 }
 
 /**

@@ -17,7 +17,6 @@
  * A claimed identity stays when the write after it fails (a 503, or a 400 because a concurrent
  * writer claimed the id for another survey): a retry of the same records finds it and agrees.
  */
-import type { ClickHouseClient } from '@clickhouse/client';
 import { invalid, type Issue } from '../errors.ts';
 import { claimIdentities, storedIdentities, type Identity } from './identity.ts';
 import { apiToDb, toResponseRow, type ResponseRecord } from './record.ts';
@@ -25,7 +24,7 @@ import { dbToApi } from '../time/iso.ts';
 import type { RollupMaintainer } from './rollups/maintainer.ts';
 import type { Database } from '../clickhouse/connection.ts';
 import { deleteWhere } from '../clickhouse/delete.ts';
-import { tombstonesOf } from './tombstones.ts';
+import type { Tombstones } from './tombstones.ts';
 import { hourSlicesOf } from './rollups/slices.ts';
 
 const idLocks = new Map<string, Promise<void>>();
@@ -53,18 +52,25 @@ export async function withIdLocks<T>(keys: readonly string[], fn: () => Promise<
   }
 }
 
+/** What a write needs besides the database: the rollup maintenance and the tombstones in memory. */
+export interface WriteDeps {
+  rollups: RollupMaintainer;
+  tombstones: Tombstones;
+}
+
 /**
  * Upserts parsed records for the org; returns how many were written. Throws 400 (nothing stored)
  * when a record would move an existing response to another survey.
  */
-export async function insertResponses(db: Database, orgId: string, batch: readonly ResponseRecord[], rollups: RollupMaintainer): Promise<number> {
+export async function insertResponses(db: Database, orgId: string, batch: readonly ResponseRecord[], deps: WriteDeps): Promise<number> {
+  const { rollups } = deps;
   const client = db.client();
   const org = orgId.toLowerCase();
   const batchIds = [...new Set(batch.map((r) => r.id.toLowerCase()))];
   return withIdLocks(batchIds.map((id) => `${org}/${id}`), async () => {
     // A deleted response (schema/040) does not come back through a version from before its
-    // deletion: such records are acknowledged and dropped.
-    const tombstones = await tombstonesOf(client, orgId, batchIds);
+    // deletion: such records are acknowledged and dropped (tombstones.ts).
+    const tombstones = await deps.tombstones.known(org, batchIds);
     const records = batch.filter((r) => notDeleted(r, tombstones.get(r.id.toLowerCase())));
     if (records.length === 0) return 0;
     const ids = [...new Set(records.map((r) => r.id.toLowerCase()))];
@@ -106,10 +112,11 @@ export async function insertResponses(db: Database, orgId: string, batch: readon
     }
     // A deletion in another process between the check above and the INSERT: take back what it
     // deleted (the locks above only order this process's writes and deletions).
-    const later = await tombstonesOf(client, orgId, ids);
+    const later = await deps.tombstones.since(org, oldestUpdate(records));
     let undone = 0;
+    const written = new Set(ids);
     for (const [id, deletedAt] of later) {
-      if (deletedAt === tombstones.get(id)) continue;
+      if (deletedAt === tombstones.get(id) || !written.has(id)) continue;
       const stale = records.filter((r) => r.id.toLowerCase() === id && !notDeleted(r, deletedAt));
       if (stale.length === 0) continue;
       await rollups.mark(org, hourSlicesOf(rows.filter((row) => row.id.toLowerCase() === id)));
@@ -119,6 +126,13 @@ export async function insertResponses(db: Database, orgId: string, batch: readon
     }
     return rows.length - undone;
   });
+}
+
+/** The oldest updated_at of the records, DateTime64(6) text. */
+function oldestUpdate(records: readonly ResponseRecord[]): string {
+  let oldest = records[0].updated_at;
+  for (const r of records) if (r.updated_at < oldest) oldest = r.updated_at;
+  return apiToDb(oldest);
 }
 
 /** True unless the record's version is from before its id's deletion (deleted_at, DateTime64(6) text). */

@@ -23,6 +23,7 @@ import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickh
 import { QUERY_SETTINGS, fromScope, type Scope } from './compile.ts';
 import { cachedRequest } from '../query/request-cache.ts';
 import { COMPLETION_VALUES } from './filters.ts';
+import { answersCompleteColumn, completeRows } from './answer-rollups.ts';
 import { filtersServable, rawRemainderSql, rollupGroupsSql, rollupRowsSql, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
 // --- the summary -----------------------------------------------------------------------------------
@@ -128,7 +129,7 @@ export function compileSummary(scope: Scope, rollup?: RollupWindow): CompiledQue
     `${nonEmptyKeys('sumMap(b_language)')} AS language_counts`,
     'sumMap(b_support) AS support_counts',
   ];
-  return compiled(`SELECT ${columns.join(', ')} FROM (${parts.join(' UNION ALL ')})`, bag);
+  return compiled(`SELECT ${columns.join(', ')}${answersCompleteColumn(scope, rollup, bag)} FROM (${parts.join(' UNION ALL ')})`, bag);
 }
 
 /** The engine row -> the summary object. Pure. */
@@ -206,6 +207,8 @@ export async function summarize(client: ClickHouseClient, scope: Scope, options:
 /** The summary row: from the rollup where it answers (rollups/read.ts), the raw table for the rest. */
 export async function runSummary(run: RunQuery, scope: Scope, options: ReadOptions = {}): Promise<SummaryRow[]> {
   if (options.rollups === false || !filtersServable(scope)) return run<SummaryRow>(compileSummary(scope));
-  // null never comes back: without a window, compileSummary reads the raw table alone.
-  return (await runWithPending<SummaryRow>(run, options.fresh ?? run, scope.orgId, (pending) => compileSummary(scope, rollupWindow(scope.range, pending, 'month') ?? undefined)))!;
+  // null never comes back: without a window, compileSummary reads the raw table alone. An answer
+  // filter over slices written before their answer groups had scores: the raw table (answer-rollups.ts).
+  const rows = (await runWithPending<SummaryRow>(run, options.fresh ?? run, scope.orgId, (pending) => compileSummary(scope, rollupWindow(scope.range, pending, 'month') ?? undefined)))!;
+  return completeRows(rows) ?? run<SummaryRow>(compileSummary(scope));
 }

@@ -26,6 +26,13 @@ export interface SeedOptions {
   seed?: number;
   /** End of the created_at window (default: the current time). */
   now?: Date;
+  /**
+   * The respondents' customer-side aliases are `user-<n>@example.com`, n in 1..respondents
+   * (default about 0.6 per response); `eventUsers` makes them `user-<n>`, the users of the event
+   * seed (src/seed/events.ts), so the same people answer surveys and send events.
+   */
+  respondents?: number;
+  eventUsers?: boolean;
   onProgress?: (done: number, total: number) => void;
 }
 
@@ -88,11 +95,13 @@ export async function seedResponses(client: ClickHouseClient, options: SeedOptio
   checkRange('days', days);
   checkRange('seed', seed);
   if (Number.isNaN(now.getTime())) throw new RangeError('now must be a valid date');
+  if (options.respondents !== undefined && !(Number.isSafeInteger(options.respondents) && options.respondents >= 1)) throw new RangeError(`respondents must be a positive integer, got ${options.respondents}`);
 
   const plan = planSurveys(orgId.toLowerCase(), seed, surveys);
   const base = {
     ...planParams(orgId.toLowerCase(), seed, plan),
-    respondents: respondentPool(responses),
+    respondents: options.respondents ?? respondentPool(responses),
+    ...(options.eventUsers ? { aliasDomain: '' } : {}),
     groups: groupPool(responses),
     now: toDateTime64Param(now),
     days,

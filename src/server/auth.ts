@@ -12,16 +12,20 @@ export interface AuthState {
 const unauthorized = () =>
   new DomainError('unauthenticated', 'Missing or invalid API token', { headers: { 'WWW-Authenticate': 'Bearer' } });
 
-/** Resolves `Authorization: Bearer <token>` to its organization and checks `scope` (403 without it). */
-export function requireScope(scope: Scope, db: Database, tokens: TokenCache): Middleware<AuthState> {
+/**
+ * Resolves `Authorization: Bearer <token>` to its organization and checks `scope` (403 without
+ * it); a list of scopes is satisfied by any one of them.
+ */
+export function requireScope(scope: Scope | readonly Scope[], db: Database, tokens: TokenCache): Middleware<AuthState> {
+  const accepted: readonly Scope[] = typeof scope === 'string' ? [scope] : scope;
   return async (ctx, next) => {
     const header = ctx.get('authorization');
     const match = /^Bearer ([^\s]+)$/i.exec(header.trim());
     if (!match || !isWellFormedToken(match[1])) throw unauthorized();
     const identity = await tokens.lookup(db.client(), match[1]);
     if (!identity) throw unauthorized();
-    if (!identity.scopes.includes(scope)) {
-      throw new DomainError('forbidden', `This token lacks the "${scope}" scope`);
+    if (!accepted.some((s) => identity.scopes.includes(s))) {
+      throw new DomainError('forbidden', `This token lacks the ${accepted.map((s) => `"${s}"`).join(' or ')} scope`);
     }
     ctx.state.auth = identity;
     await next();

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from '../log.ts';
 
 /**
@@ -15,10 +16,11 @@ export interface HttpServer {
   /**
    * Stops accepting, closes idle keep-alive connections at once, answers the requests in flight
    * (and any that arrive on their connections meanwhile) with `Connection: close`, and resolves
-   * when every connection has ended. After `graceMs`, the connections still open are cut:
-   * `forced` says so.
+   * when every connection has ended. A connection still sending its request that sends nothing
+   * for DRAIN_STALL_MS is cut (`stalled` counts them). After `graceMs`, the connections still open
+   * are cut: `forced` says so.
    */
-  close(graceMs?: number): Promise<{ forced: boolean }>;
+  close(graceMs?: number): Promise<{ forced: boolean; stalled: number }>;
 }
 
 /**
@@ -26,6 +28,14 @@ export interface HttpServer {
  * of 64), health pings, the engine's pipes and log file, the listening socket, DNS and stdio.
  */
 const RESERVED_DESCRIPTORS = 256;
+/**
+ * During the drain, a connection receiving a request (its headers or its body) that has read
+ * nothing for this long is cut. Node stops its own header and request timeouts once the server
+ * closes, so without this a stalled upload held the shutdown until the grace period: its request
+ * can never be answered, and its client retries elsewhere. Requests already read run on.
+ */
+export const DRAIN_STALL_MS = 1000;
+
 /** Used when the limit cannot be read: the usual soft limit (1024) minus the reserve. */
 const FALLBACK_OPEN_FILE_LIMIT = 1024;
 
@@ -63,14 +73,19 @@ export function createHttpServer(
   const { log } = opts;
   let draining = false;
   const inFlight = new Set<ServerResponse>();
+  const sockets = new Set<Socket>();
+  /** The request each connection is serving, from its headers to the end of its answer. */
+  const serving = new Map<Socket, IncomingMessage>();
 
   const server = createServer((req, res) => {
     // During the drain every answer closes its connection: the client opens a new one, to an
     // instance that accepts, instead of being answered here until the connections are cut.
     if (draining) res.setHeader('Connection', 'close');
     inFlight.add(res);
+    serving.set(req.socket, req);
     res.once('close', () => {
       inFlight.delete(res);
+      if (serving.get(req.socket) === req) serving.delete(req.socket);
       // A response whose headers were sent before the drain began keeps its connection alive:
       // close it as soon as it is idle.
       if (draining) setImmediate(() => server.closeIdleConnections());
@@ -85,6 +100,10 @@ export function createHttpServer(
   // other side is sending on it, and that request gets a reset, not an answer. Node's 5 s default
   // lost requests that way under the ingest bench's open loop.
   server.keepAliveTimeout = 65_000;
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
   const maxConnections = opts.maxConnections ?? defaultMaxConnections();
   server.maxConnections = maxConnections;
 
@@ -122,9 +141,33 @@ export function createHttpServer(
         log.warn({ msg: 'connections still open after the grace period: closing them', graceMs, inFlight: inFlight.size });
         server.closeAllConnections();
       }, graceMs);
+      // Bytes each receiving connection had read at the last look.
+      const readAt = new Map([...sockets].map((socket) => [socket, socket.bytesRead]));
+      let stalled = 0;
+      const watch = setInterval(() => {
+        for (const socket of sockets) {
+          const req = serving.get(socket);
+          // Answered and closing, or its request read (its answer runs until the grace period).
+          if (socket.destroyed || socket.writableEnded || req?.complete) {
+            readAt.delete(socket);
+            continue;
+          }
+          // Body bytes received and not read by the handler yet: the wait is the service's.
+          if (req && req.readableLength > 0) {
+            readAt.set(socket, socket.bytesRead);
+            continue;
+          }
+          if (readAt.get(socket) === socket.bytesRead) {
+            stalled++;
+            log.warn({ msg: 'request stalled during the drain: connection cut', stallMs: DRAIN_STALL_MS, bytesRead: socket.bytesRead });
+            socket.destroy();
+          } else readAt.set(socket, socket.bytesRead);
+        }
+      }, DRAIN_STALL_MS);
       await closed;
       clearTimeout(force);
-      return { forced };
+      clearInterval(watch);
+      return { forced, stalled };
     },
   };
 }

@@ -135,7 +135,8 @@ export function openApiDocument(routes: readonly Route[], options: OpenApiOption
         },
       };
       if (route.scope === null) op.security = [];
-      else op['x-scope'] = route.scope;
+      else if (typeof route.scope === 'string') op['x-scope'] = route.scope;
+      else Object.assign(op, { 'x-scope': route.scope[0], 'x-scopes-any-of': route.scope });
       const parameters = Object.entries(route.params ?? {}).map(([name, p]) => ({ name, in: 'path', required: true, description: p.description, schema: p.schema, ...(p.example !== undefined ? { example: p.example } : {}) }));
       const query = route.query ? (toSchema(route.query, 'input') as { properties?: Record<string, unknown>; required?: string[] }) : undefined;
       for (const [name, schema] of Object.entries(query?.properties ?? {})) {
@@ -166,7 +167,7 @@ export function openApiDocument(routes: readonly Route[], options: OpenApiOption
     servers: [{ url: options.serverUrl ?? '/', description: 'This service' }],
     tags: [...new Set(routes.map((r) => r.tag))].map((name) => ({ name, description: TAG_TEXT[name] ?? name })),
     components: {
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API token (`tallyhouse token create`); each endpoint needs one scope, named in its `x-scope`.' } },
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An API token (`tallyhouse token create`); each endpoint needs one scope, named in its `x-scope` (or any one of its `x-scopes-any-of`).' } },
       schemas: { Error: ERROR_BODY, ...shared },
       responses: Object.fromEntries(
         codes.map((c) => [

@@ -72,8 +72,11 @@ export interface Route<Body = any, Query = any> {
   summary: string;
   description?: string;
   tag: string;
-  /** null: public (health, docs). */
-  scope: Scope | null;
+  /**
+   * null: public (health, docs). A list: the token needs one of these scopes, and the handler
+   * answers the parts each of the token's scopes allows (auth.scopes); the first is `x-scope`.
+   */
+  scope: Scope | readonly [Scope, ...Scope[]] | null;
   rateLimit?: RateClass;
   body?: BodySpec<Body>;
   /** Query-string schema (values arrive as strings). */

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { request } from './harness.ts';
+import { stopProcess, track } from './processes.ts';
 import { buildClient } from '../../src/clickhouse/connection.ts';
 import { findRunningEngine } from '../../src/clickhouse/engine.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -28,29 +29,25 @@ describe('tallyhouse serve + CLI on one data directory', function () {
 
   const startServer = async () => {
     banner = '';
-    server = spawn(process.execPath, [BIN, 'serve'], { env: env(), stdio: ['ignore', 'pipe', 'inherit'] });
+    server = track(spawn(process.execPath, [BIN, 'serve'], { env: env(), stdio: ['ignore', 'pipe', 'inherit'] }));
     server.stdout!.on('data', (d) => (banner += d));
     const deadline = Date.now() + 120_000;
     while (!/Stop with Ctrl-C/.test(banner)) {
-      if (Date.now() > deadline || server.exitCode !== null) throw new Error(`server did not start: ${banner}`);
+      if (Date.now() > deadline || server.exitCode !== null || server.signalCode !== null) throw new Error(`server did not start: ${banner}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     baseUrl = /running at (http:\/\/\S+)/.exec(banner)![1];
   };
-  const stopServer = async () => {
-    if (!server || server.exitCode !== null) return;
-    const exited = new Promise((r) => server.once('exit', r));
-    server.kill('SIGTERM');
-    await exited;
-  };
+  const stopServer = () => stopProcess(server);
 
   before(async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'tallyhouse-cli-'));
     await startServer();
   });
+  // Also after a start that failed: the server is stopped, its engine with it.
   after(async () => {
     await stopServer();
-    rmSync(dataDir, { recursive: true, force: true });
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
   });
 
   it('keeps the data directory closed to other local users', () => {
@@ -92,6 +89,17 @@ describe('tallyhouse serve + CLI on one data directory', function () {
       expect(statuses, block).to.have.length(block.match(/^curl /gm)!.length);
       for (const status of statuses) expect(status, block).to.be.within(200, 299);
     }
+  });
+
+  it('answers the README\'s feedback-cohort funnel on the demo data with users in both cohorts', async () => {
+    const readme = readFileSync(fileURLToPath(new URL('../../README.md', import.meta.url)), 'utf8');
+    const example = /curl -s -X SEARCH localhost:8080\/1\.0\/event\/funnel [^\n]*\\\n\s+-d '([^']*)'/.exec(readme);
+    expect(example, 'the README has a funnel example').to.not.equal(null);
+    const token = /events:read\s+(th_\S+)/.exec(banner)![1];
+    const res = await request(baseUrl, 'SEARCH', '/1.0/event/funnel', { token, body: JSON.parse(example![1]) });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    expect(res.body.steps[0].users).to.be.above(0);
+    for (const cohort of res.body.cohorts) expect(cohort.steps[0].users, cohort.name).to.be.above(0);
   });
 
   it('token create/list/revoke work while the server runs, on its engine', async () => {

@@ -11,6 +11,7 @@ import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { mintToken, type Scope } from '../../src/tokens/tokens.ts';
 import { request, startTestService, type TestResponse, type TestService } from './harness.ts';
+import { stopProcess, track } from './processes.ts';
 import { REDIS_SERVER, requireProgram } from './programs.ts';
 import { rng } from './random.ts';
 
@@ -26,16 +27,6 @@ function freePort(): Promise<number> {
       srv.close(() => resolve(port));
     });
   });
-}
-
-/** SIGTERM, and SIGKILL if it has not exited within 30 s: a service stops its engine on the way out. */
-async function stopProcess(proc: ChildProcess): Promise<void> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return;
-  const exited = new Promise((r) => proc.once('exit', r));
-  proc.kill('SIGTERM');
-  const timer = setTimeout(() => proc.kill('SIGKILL'), 30_000);
-  await exited;
-  clearTimeout(timer);
 }
 
 interface Instance {
@@ -71,7 +62,7 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
 
   let redisServer: string;
   const startRedis = () => {
-    redis = spawn(redisServer, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    redis = track(spawn(redisServer, ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' }));
     // A spawn failure is reported on this event; unheard, it would be an uncaught exception that
     // mocha pins on whichever test runs then.
     redis.on('error', (err) => console.error(`redis-server: ${err.message}`));
@@ -91,7 +82,7 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
   const startInstanceOnce = async (): Promise<Instance> => {
     const port = await freePort();
     let out = '';
-    const proc = spawn(process.execPath, [BIN, 'serve'], { env: env(port), stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = track(spawn(process.execPath, [BIN, 'serve'], { env: env(port), stdio: ['ignore', 'pipe', 'pipe'] }));
     proc.stdout!.on('data', (d) => (out += d));
     proc.stderr!.on('data', (d) => (out += d));
     const url = `http://127.0.0.1:${port}`;
@@ -275,6 +266,46 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
           const got = await request(via.url, method, path, { token: cr, body });
           const want = await single.request(method, path, { token: sr, body });
           expect(got.status, `${path} ${JSON.stringify(body)}: ${JSON.stringify(got.body)}`).to.equal(200);
+          expect(strip(got), `${path} ${JSON.stringify(body)}`).to.deep.equal(strip(want));
+        }
+      }
+    }
+  });
+
+  it('funnels, retention and feedback cohorts answer exactly as a single node on the same data', async () => {
+    const base = Math.floor(Date.now() / 86_400_000) * 86_400_000 - 3 * 86_400_000;
+    const r = rng(31);
+    // user-0..user-19 (the respondents of records()) and anonymous events, over three days.
+    const events = Array.from({ length: 300 }, () => {
+      const u = Math.floor(r() * 22);
+      return { type: 'track', event_name: ['a', 'b', 'c'][Math.floor(r() * 3)], ...(u < 20 ? { user_alias: `user-${u}` } : {}), timestamp: new Date(base + Math.floor(r() * 3 * 86_400) * 1000).toISOString() };
+    });
+    const steps = ['a', 'b', 'c'].map((n) => ({ filters: [{ key: 'event_name', operator: 'eq', value: n }] }));
+    const split = [{ name: 'promoters', cohort: { nps: 'promotor' } }, { name: 'detractors', cohort: { nps: 'detractor', survey_ids: [SURVEYS[0]] } }];
+    const queries: [string, unknown][] = [
+      ['/1.0/event/funnel', { steps, window_seconds: 86_400, split_by_cohorts: split }],
+      ['/1.0/event/funnel', { steps, order: 'strict', window_seconds: 86_400, cohort: { completion: 'fully_completed' }, breakdown: { field: 'timestamp', interval: 'day' } }],
+      ['/1.0/event/retention', { start: steps[0], period: 'day', periods: 2, split_by_cohorts: split }],
+      ['/1.0/event/aggregation', { cohort: { nps: 'detractor' }, group_by: [{ field: 'event_name' }], metrics: ['unique_users'] }],
+    ];
+    for (const shard of [0, 1]) {
+      const org = await orgOnShard(shard);
+      const data = records(40 + shard, 20);
+      const [cw, cr] = [await token(org, ['responses:write', 'events']), await token(org, ['events:read'])];
+      const [sw, sr] = [await single.token(['responses:write', 'events'], org), await single.token(['events:read'], org)];
+      for (const [url, t] of [[instances[shard].url, cw], [single.url, sw]] as const) {
+        expect((await request(url, 'POST', '/1.0/survey/response', { token: t, body: data })).status).to.equal(200);
+        expect((await request(url, 'POST', '/1.0/event', { token: t, body: events.slice(0, 100) })).status).to.equal(200);
+        expect((await request(url, 'POST', '/1.0/event', { token: t, body: events.slice(100, 200) })).status).to.equal(200);
+        expect((await request(url, 'POST', '/1.0/event', { token: t, body: events.slice(200) })).status).to.equal(200);
+      }
+      for (const [path, body] of queries) {
+        const want = await single.request('SEARCH', path, { token: sr, body });
+        expect(want.status, JSON.stringify(want.body)).to.equal(200);
+        // The cohorts hold someone: the comparison is not of empty answers.
+        if (want.body.cohorts?.[0]?.steps) expect(want.body.cohorts.map((c: { steps: { users: number }[] }) => c.steps[0].users)).to.not.include(0);
+        for (const via of instances) {
+          const got = await request(via.url, 'SEARCH', path, { token: cr, body });
           expect(strip(got), `${path} ${JSON.stringify(body)}`).to.deep.equal(strip(want));
         }
       }

@@ -41,10 +41,14 @@ describe('embedded engine supervision', function () {
     url = `http://127.0.0.1:${await app.listen(0, '127.0.0.1')}`;
     token = (await mintToken(db.client(), '22222222-3333-4444-8555-666666666666', ['events'])).token;
   });
+  // Also after a set-up that failed half-way: the engine this suite started is stopped.
   after(async () => {
-    await app?.close();
-    await db?.close();
-    rmSync(dataDir, { recursive: true, force: true });
+    try {
+      await app?.close();
+    } finally {
+      await db?.close();
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 
   it('answers 503 (never hangs) while the engine is down, recovers on its own, and loses nothing acknowledged', async () => {

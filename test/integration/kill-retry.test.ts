@@ -2,15 +2,21 @@ import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { request, startTestService, TEST_DATA_DIR, type TestService } from './harness.ts';
+import { stopProcess, track } from './processes.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/tallyhouse.js', import.meta.url));
 
-/** A real `tallyhouse serve` process on the shared test engine and the suite's database; resolves with its URL. */
-async function startServe(database: string): Promise<{ proc: ChildProcess; url: string }> {
-  const proc = spawn(process.execPath, [BIN, 'serve'], {
+/**
+ * A real `tallyhouse serve` process on the shared test engine and the suite's database; resolves
+ * with its URL. The process is added to `started` at once, so that the suite stops it even when it
+ * never gets ready.
+ */
+async function startServe(database: string, started: ChildProcess[]): Promise<{ proc: ChildProcess; url: string }> {
+  const proc = track(spawn(process.execPath, [BIN, 'serve'], {
     env: { ...process.env, DATA_DIR: TEST_DATA_DIR, CLICKHOUSE_DATABASE: database, PORT: '0', LOG_LEVEL: 'info', RATE_LIMIT_EVENTS: '1000000' },
     stdio: ['ignore', 'ignore', 'pipe'],
-  });
+  }));
+  started.push(proc);
   let log = '';
   return new Promise((resolve, reject) => {
     const onData = (d: Buffer) => {
@@ -38,16 +44,17 @@ describe('SIGKILL under load, retries on another instance (message_id)', functio
   let svc: TestService;
   let a: { proc: ChildProcess; url: string };
   let b: { proc: ChildProcess; url: string };
+  const started: ChildProcess[] = [];
 
   before(async () => {
     svc = await startTestService();
-    a = await startServe(svc.database);
-    b = await startServe(svc.database);
+    a = await startServe(svc.database, started);
+    b = await startServe(svc.database, started);
   });
+  // Also after a set-up that failed half-way: every process started is stopped.
   after(async () => {
-    for (const s of [a, b]) if (s && s.proc.exitCode === null && s.proc.signalCode === null) s.proc.kill('SIGTERM');
-    await Promise.all([a, b].filter(Boolean).map((s) => (s.proc.exitCode !== null || s.proc.signalCode !== null ? undefined : new Promise((r) => s.proc.once('exit', r)))));
-    await svc.close();
+    await Promise.all(started.map((proc) => stopProcess(proc)));
+    await svc?.close();
   });
 
   it('0 lost, 0 duplicated', async () => {

@@ -1,33 +1,7 @@
 import { expect } from 'chai';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { request, startTestService, TEST_DATA_DIR, type TestService } from './harness.ts';
-
-const INSTANCE = fileURLToPath(new URL('./fixtures/app-process.ts', import.meta.url));
-
-/** A service instance in its own process on the suite's database (fixtures/app-process.ts). */
-async function startInstance(database: string): Promise<{ url: string; stop: () => Promise<void> }> {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', INSTANCE], {
-    env: { ...process.env, DATA_DIR: TEST_DATA_DIR, CLICKHOUSE_DATABASE: database, RATE_LIMIT_QUERIES: '100000' },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  const deadline = Date.now() + 60_000;
-  while (!/listening (\d+)/.test(out)) {
-    if (Date.now() > deadline || child.exitCode !== null) throw new Error(`instance did not start: ${out}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const url = `http://127.0.0.1:${/listening (\d+)/.exec(out)![1]}`;
-  const stop = async () => {
-    if (child.exitCode !== null) return;
-    const exited = new Promise((r) => child.once('exit', r));
-    child.kill('SIGTERM');
-    await exited;
-  };
-  return { url, stop };
-}
+import { request, startTestService, type TestService } from './harness.ts';
+import { startInstance } from './instance.ts';
 
 /**
  * Several service instances (separate processes, so separate in-process id locks) writing one
@@ -45,7 +19,10 @@ describe('response identity across service instances', function () {
   before(async () => {
     svc = await startTestService();
     token = await svc.token(['responses:read', 'responses:write']);
-    [a, b] = await Promise.all([startInstance(svc.database), startInstance(svc.database)]);
+    // Both started before either is awaited; when one fails, the other is kept for after() to stop.
+    const started = await Promise.allSettled([startInstance(svc.database), startInstance(svc.database)]);
+    [a, b] = started.map((s) => (s.status === 'fulfilled' ? s.value : undefined!));
+    for (const s of started) if (s.status === 'rejected') throw s.reason;
   });
   after(async () => {
     await Promise.all([a?.stop(), b?.stop()]);

@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { track } from './processes.ts';
 
 const BIN = fileURLToPath(new URL('../../bin/tallyhouse.js', import.meta.url));
 
@@ -41,7 +42,7 @@ export async function startServiceProcess(opts: StartOptions = {}): Promise<Serv
   const dataDir = opts.dataDir ?? mkdtempSync(join(tmpdir(), 'tallyhouse-proc-'));
   const env = { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'info', ...opts.env };
   const [command, ...args] = [...(opts.wrapper ?? []), process.execPath, BIN, 'serve'];
-  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false });
+  const child = track(spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], detached: opts.detached ?? false }));
   let banner = '';
   let stderr = '';
   child.stdout!.on('data', (d) => (banner += d));
@@ -77,11 +78,17 @@ export async function startServiceProcess(opts: StartOptions = {}): Promise<Serv
     }
     await new Promise((r) => setTimeout(r, 100));
   }
+  const url = /running at (http:\/\/\S+)/.exec(banner)?.[1];
+  const eventsToken = /events\s+(th_\S+)/.exec(banner)?.[1];
+  if (url === undefined || eventsToken === undefined) {
+    await cleanup();
+    throw new Error(`the banner has no URL or no events token (demo data off?):\n${banner}`);
+  }
   return {
     child,
     dataDir,
-    url: /running at (http:\/\/\S+)/.exec(banner)![1],
-    eventsToken: /events\s+(th_\S+)/.exec(banner)![1],
+    url,
+    eventsToken,
     tokens: Object.fromEntries([...banner.matchAll(/^\s+(\S+)\s+(th_\S+)/gm)].map((m) => [m[1], m[2]])),
     logs: () =>
       stderr

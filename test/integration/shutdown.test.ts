@@ -1,6 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { expect } from 'chai';
 import { Agent, request as httpRequest } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { connectDatabase } from '../../src/clickhouse/connection.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
@@ -64,6 +65,23 @@ async function storedCounts(dataDir: string): Promise<Map<string, number>> {
   }
 }
 
+/**
+ * A raw connection that sends a POST /1.0/event's head and `send` bytes of a body of
+ * `contentLength`, then nothing more, and stays open. `answer`: the status line once the service
+ * answered; `closed` resolves when the service closes the connection.
+ */
+async function stalledUpload(svc: ServiceProcess, contentLength: number, send: number) {
+  const socket: Socket = connect(Number(new URL(svc.url).port), '127.0.0.1');
+  let received = '';
+  socket.on('data', (d) => (received += d.toString('latin1')));
+  socket.on('error', () => {});
+  const closed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+  const head = `POST /1.0/event HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${svc.eventsToken}\r\nContent-Type: application/json\r\nContent-Length: ${contentLength}\r\n\r\n`;
+  await new Promise<void>((resolve) => socket.write(Buffer.concat([Buffer.from(head), Buffer.alloc(send, 0x20)]), () => resolve()));
+  return { socket, closed, answer: () => received.split('\r\n')[0] };
+}
+
 async function waitUntil(cond: () => boolean, what: string, timeoutMs = 30_000) {
   const deadline = Date.now() + timeoutMs;
   while (!cond()) {
@@ -107,6 +125,40 @@ describe('graceful shutdown of tallyhouse serve (real signals)', function () {
     for (const o of acknowledged) expect(stored.get(o.name), o.name).to.equal(3);
     // A request cut without an answer may have been stored (its answer was lost), never twice.
     for (const [name, count] of stored) expect(count, name).to.equal(3);
+  });
+
+  it('after a 48 MB event body got its 413, SIGTERM under keep-alive load (30 posts in flight) with stalled uploads: the refused and the stalled connections are closed, every acknowledged event is stored, and no connection waits for the grace period', async () => {
+    svc = await startServiceProcess({ env: { RATE_LIMIT_EVENTS: '1000000', INGEST_BATCH_DELAY_MS: '50' } });
+    // Refused by its Content-Length before a byte of its body is read; the client stops sending
+    // after 4 MB and keeps the connection open: the service closes it.
+    const refused = await stalledUpload(svc, 48_000_000, 4 << 20);
+    await refused.closed;
+    expect(refused.answer()).to.equal('HTTP/1.1 413 Payload Too Large');
+    const load = keepAliveLoad(svc, 30, 20);
+    await waitUntil(() => load.outcomes.filter((o) => o.status === 200).length >= 50, '50 acknowledged requests', 100_000);
+    // In flight at the signal and never finished (without the stall watch they held the shutdown
+    // until the grace period): a body cut short, and a head cut short.
+    const stalledBody = await stalledUpload(svc, 1 << 20, 64 * 1024);
+    const stalledHead = connect(Number(new URL(svc.url).port), '127.0.0.1');
+    stalledHead.on('error', () => {});
+    const headClosed = new Promise<void>((resolve) => stalledHead.once('close', () => resolve()));
+    await new Promise<void>((resolve) => stalledHead.write('POST /1.0/event HTTP/1.1\r\nHost: x\r\n', () => resolve()));
+    svc.child.kill('SIGTERM');
+    const exit = await svc.exited;
+    await load.done;
+    await Promise.all([stalledBody.closed, headClosed]);
+
+    // Exit 0 through the graceful path, and not by the grace period's cut (connectionsCut: false).
+    expectGracefulExit(svc, exit, 'SIGTERM');
+    // The body cut short is cut by the drain's stall watch; the head cut short too, or as an idle
+    // connection when the service had not parsed its bytes yet at the signal.
+    expect(svc.logs().filter((l) => l.msg === 'request stalled during the drain: connection cut')).to.have.length.within(1, 2);
+    expect(stalledBody.answer(), 'a request never received whole is not answered').to.equal('');
+    const statuses = new Set(load.outcomes.map((o) => o.status));
+    expect([...statuses].sort(), 'answers are 200 or a refused/closed connection, no 503').to.deep.equal([200, 'connection-error'].sort());
+    const stored = await storedCounts(svc.dataDir);
+    for (const o of load.outcomes.filter((o) => o.status === 200)) expect(stored.get(o.name), o.name).to.equal(20);
+    for (const [name, count] of stored) expect(count, name).to.equal(20);
   });
 
   it('SIGINT to the whole process group (a terminal Ctrl-C) lets queued events commit before the engine stops', async () => {

@@ -1,11 +1,12 @@
 import { expect } from 'chai';
-import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { stopProcess, track } from './processes.ts';
 
 const run = promisify(execFile);
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
@@ -94,6 +95,15 @@ function descendants(root: number): number[] {
   return out;
 }
 
+/** The process runs in this checkout or names the data directory on its command line. */
+const ranHere = (pid: number, dataDir: string) => {
+  try {
+    return readlinkSync(`/proc/${pid}/cwd`) === join(ROOT).replace(/\/$/, '') || readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dataDir);
+  } catch {
+    return false;
+  }
+};
+
 const alive = (pid: number) => {
   try {
     process.kill(pid, 0);
@@ -105,18 +115,30 @@ const alive = (pid: number) => {
 
 describe('npm start: TALLYHOUSE_DEMO=0, and SIGTERM to npm stops everything', function () {
   this.timeout(240_000);
-  let dataDir: string;
-  after(() => rmSync(dataDir, { recursive: true, force: true }));
+  let dataDir: string | undefined;
+  let npm: ChildProcess | undefined;
+  /** The processes under npm, as the test saw them. */
+  let tree: number[] = [];
+  // Also when the test failed half-way: npm and whatever runs under it are stopped.
+  after(async () => {
+    const under = [...tree, ...(npm?.pid !== undefined ? descendants(npm.pid) : [])];
+    await stopProcess(npm);
+    // Only processes of this run (npm's children run in the checkout, the engine on the data
+    // directory): a pid of the tree may have been reused since.
+    for (const pid of under.filter((pid) => alive(pid) && ranHere(pid, dataDir!))) process.kill(pid, 'SIGKILL');
+    if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  });
 
   it('starts without demo data, answers, and leaves no service or engine process after SIGTERM to npm', async () => {
     dataDir = mkdtempSync(join(tmpdir(), 'tallyhouse-npm-start-'));
-    const npm = spawn('npm', ['start', '--silent'], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn', TALLYHOUSE_DEMO: '0' }, stdio: ['ignore', 'pipe', 'pipe'] });
+    npm = track(spawn('npm', ['start', '--silent'], { cwd: ROOT, env: { ...process.env, DATA_DIR: dataDir, PORT: '0', LOG_LEVEL: 'warn', TALLYHOUSE_DEMO: '0' }, stdio: ['ignore', 'pipe', 'pipe'] }));
     let banner = '';
     npm.stdout!.on('data', (d) => (banner += d));
     npm.stderr!.resume();
-    const exited = new Promise<number | null>((r) => npm.once('exit', (code) => r(code)));
+    const exited = new Promise<number | null>((r) => npm!.once('exit', (code) => r(code)));
+    const ready = Date.now() + 120_000;
     while (!/Stop with Ctrl-C/.test(banner)) {
-      if (npm.exitCode !== null) throw new Error(`npm start exited: ${banner}`);
+      if (npm.exitCode !== null || Date.now() > ready) throw new Error(`npm start exited or did not start: ${banner}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     const baseUrl = /running at (http:\/\/\S+)/.exec(banner)![1];
@@ -125,7 +147,7 @@ describe('npm start: TALLYHOUSE_DEMO=0, and SIGTERM to npm stops everything', fu
     expect(banner).to.include('tallyhouse token create');
     expect(existsSync(join(dataDir, 'demo.json')), 'demo.json').to.equal(false);
 
-    const tree = descendants(npm.pid!);
+    tree = descendants(npm.pid!);
     expect(tree.length, 'the service and its engine run under npm').to.be.at.least(2);
     npm.kill('SIGTERM');
     expect(await exited).to.equal(0);

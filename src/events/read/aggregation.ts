@@ -27,9 +27,11 @@ import {
 import { cachedRequest } from '../../query/request-cache.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../../query/shape.ts';
 import { jsonObject } from '../../validation.ts';
-import { propertyValue, rawJsonValue, type JsonValueSql } from './compile.ts';
+import { markReleases, releasesForSeries } from '../../releases/marks.ts';
+import { propertyValue, rawJsonValue } from './compile.ts';
 import { eventScopeEntries } from './filters.ts';
 import { EventSource, type EventScope } from './source.ts';
+import { hoursServe, hoursSource, planEdges } from './hours.ts';
 import { maxChars } from '../../chars.ts';
 
 export type EventGroupByRule =
@@ -100,15 +102,24 @@ export function planEventLevels(rules: readonly EventGroupByRule[], range: Event
   return rules.map((rule) => (rule.field === 'timestamp' ? planSeries(range, data, rule.minInterval, rule.buckets) : undefined));
 }
 
-/** The key expression of a JSON value: strings by value, other JSON by its text; absent or null is NULL (no bucket). */
-function jsonKeySql(json: JsonValueSql): string {
-  return `if(${json.type} = 'String', ${json.string}, nullIf(nullIf(${json.raw}, ''), 'null'))`;
+/** The levels and metrics the hours answer (hours.ts): timestamp, type and event_name counts. */
+function hoursAnswer(scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): boolean {
+  return !metrics.includes('unique_users') && rules.every((r) => r.field === 'timestamp' || r.field === 'type' || r.field === 'event_name') && hoursServe(scope);
 }
 
-/** The ranked-bucket query (src/query/ranked-buckets.ts) over the scoped source and the joins the levels need. */
-export function compileEventAggregation(scope: EventScope, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[]): CompiledQuery {
+/**
+ * The ranked-bucket query (src/query/ranked-buckets.ts) over the scoped source and the joins the
+ * levels need; over the hours (hours.ts) when they answer it. `rows: false` forces the rows.
+ */
+export function compileEventAggregation(scope: EventScope, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: { hours?: boolean } = {}): CompiledQuery {
   const bag = new ParamBag();
   const source = new EventSource(scope, bag);
+  const limit = () => bag.add(MAX_TERMS_BUCKETS, 'UInt32');
+  if (options.hours !== false && hoursAnswer(scope, rules, metrics)) {
+    const from = hoursSource(source, planEdges(plans));
+    const keys = rules.map((rule, i) => (rule.field === 'timestamp' ? bucketIndexSql('t', plans[i]!, bag, `level${i + 1}`) : rule.field === 'type' ? 'type' : `nullIf(event_name, '')`));
+    return compiled(compileRankedBuckets({ source: from, keys, count: 'sum(n)', limit: limit() }), bag);
+  }
   const joins: string[] = [];
   const keys = rules.map((rule, i) => {
     const level = i + 1;
@@ -121,11 +132,11 @@ export function compileEventAggregation(scope: EventScope, rules: readonly Event
       case 'context_locale':
         return `nullIf(${rule.field}, '')`;
       case 'property':
-        return jsonKeySql(propertyValue(bag.add(rule.propertyKey, 'String')));
+        return propertyValue(rule.propertyKey).key;
       case 'user_property': {
         const column = `user_property_${level}`;
         joins.push(source.joinUserProperty(bag.add(rule.propertyKey, 'String'), column));
-        return jsonKeySql(rawJsonValue(column));
+        return rawJsonValue(column).key;
       }
       case 'group': {
         const column = `group_names_${level}`;
@@ -136,8 +147,12 @@ export function compileEventAggregation(scope: EventScope, rules: readonly Event
   });
   const from = source.from(joins);
   const count = docCountSql(rules.map((r) => r.field === 'group'));
-  const extra = metrics.includes('unique_users') ? { unique_users: 'uniqExact(user_id)' } : undefined;
-  return compiled(compileRankedBuckets({ source: from, keys, count, metrics: extra, limit: bag.add(MAX_TERMS_BUCKETS, 'UInt32') }), bag);
+  // Every anonymous event has its own random user id (a UUID v4, never a known user's v5, rows.ts):
+  // they are counted, and only the known users' ids go into the distinct set, which then holds
+  // known users only (smaller sets, cheaper merges). An anonymous event is in no group and has no
+  // user property, so no multi-valued level repeats its row.
+  const extra = metrics.includes('unique_users') ? { unique_users: 'uniqExactIf(user_id, anonymous = 0) + countIf(anonymous = 1)' } : undefined;
+  return compiled(compileRankedBuckets({ source: from, keys, count, metrics: extra, limit: limit() }), bag);
 }
 
 export interface EventAggregationResult {
@@ -166,20 +181,25 @@ function shapeLevels(rules: readonly EventGroupByRule[], plans: readonly (Histog
 }
 
 /** The bounds when a histogram needs them, the plans, then the grouped query. */
-export async function runEventAggregation(run: RunQuery, scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[], fresh = run): Promise<{ plans: (HistogramPlan | undefined)[]; rows: BucketRow[] }> {
+export async function runEventAggregation(run: RunQuery, scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[], fresh = run, options: { hours?: boolean } = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: BucketRow[] }> {
   const needBounds = rules.some((r) => r.field === 'timestamp') && (scope.range?.start === undefined || scope.range?.end === undefined);
   const bounds = needBounds ? (await fresh<{ min: string | null; max: string | null }>(compileEventBounds(scope)))[0] : undefined;
   const plans = planEventLevels(rules, scope.range, bounds);
   checkDenseBuckets(plans);
-  return { plans, rows: await run<BucketRow>(compileEventAggregation(scope, rules, plans, metrics)) };
+  return { plans, rows: await run<BucketRow>(compileEventAggregation(scope, rules, plans, metrics, options)) };
 }
 
 export async function aggregateEvents(client: ClickHouseClient, scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<EventAggregationResult> {
   const started = performance.now();
-  const { value: { plans, rows } } = await cachedRequest(client, 'event aggregation', [scope, rules, metrics], RANKED_BUCKETS_SETTINGS, ({ run, fresh }) =>
-    runEventAggregation(run, scope, rules, metrics, fresh));
+  const { value: { plans, rows, releases } } = await cachedRequest(client, 'event aggregation', [scope, rules, metrics], RANKED_BUCKETS_SETTINGS, async ({ run, fresh }) => {
+    const found = await runEventAggregation(run, scope, rules, metrics, fresh);
+    // The releases on the timestamp histograms (src/releases/marks.ts), in the same cached answer.
+    return { ...found, releases: await releasesForSeries(fresh, scope.orgId, scope.range, found.plans) };
+  });
   const extra = metrics.includes('unique_users') ? ['unique_users'] : [];
-  const { top, aggregations } = shapeBuckets(shapeLevels(rules, plans), rows, extra, MAX_RESPONSE_BUCKETS, tooManyBuckets);
+  const shaped = shapeBuckets(shapeLevels(rules, plans), rows, extra, MAX_RESPONSE_BUCKETS, tooManyBuckets);
+  const { top } = shaped;
+  const aggregations = markReleases(shaped.aggregations, plans, releases);
   return {
     took: Math.round(performance.now() - started),
     hits: { total: { value: top.doc_count } },

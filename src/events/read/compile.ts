@@ -1,8 +1,10 @@
 /**
- * Pure compiler: event filter nodes -> SQL conditions over `events` (schema/002). Values only
+ * Pure compiler: event filter nodes -> SQL conditions over `events` (schema/002, 090). Values only
  * travel as query parameters; the only text spliced into SQL is column names, operators and type
- * literals from this file. The user's current properties and groups are read through the scoped
- * sub-selects of EventSource (org guard included).
+ * literals from this file, and a property's subcolumn name, which is the hex of its key (schema/090:
+ * `property_values.k<hex>`, so nothing of the key but [0-9a-f] reaches the SQL text). The user's
+ * current properties and groups are read through the scoped sub-selects of EventSource (org guard
+ * included).
  */
 import type { EventFilterNode, JsonTest, Scalar } from './filters.ts';
 import type { EventSource } from './source.ts';
@@ -24,12 +26,12 @@ function positiveExpr(node: EventFilterNode, source: EventSource): string {
     case 'group_id':
       return `user_id IN (${source.usersInGroups(bag.add(node.values, 'Array(UUID)'))})`;
     case 'property':
-      return jsonTestSql(node.test, propertyValue(bag.add(node.key, 'String')), bag);
+      return jsonTestSql(node.test, propertyValue(node.key), bag);
     case 'user_property': {
       const key = bag.add(node.key, 'String');
       // null: the user has no such property, or its value is null. A user without the property
       // has no row to test, so null is the complement of "has a non-null value".
-      if (node.test.op === 'null') return `user_id NOT IN (${source.usersWithProperty(key, `JSONType(value) != 'Null'`)})`;
+      if (node.test.op === 'null') return `user_id NOT IN (${source.usersWithProperty(key, `NOT ${rawJsonValue('value').isNull}`)})`;
       return `user_id IN (${source.usersWithProperty(key, jsonTestSql(node.test, rawJsonValue('value'), bag))})`;
     }
     default:
@@ -43,39 +45,53 @@ function positiveExpr(node: EventFilterNode, source: EventSource): string {
   }
 }
 
-/** How to read one JSON value: its JSON type, and its value as a string, a number, a boolean. */
+/** How to read one JSON value: what JSON type it is (each never NULL), and its value as a string, a number, a boolean. */
 export interface JsonValueSql {
-  type: string;
+  /** Absent, or the JSON null. */
+  isNull: string;
+  isString: string;
+  isNumber: string;
+  isBool: string;
   string: string;
   number: string;
   bool: string;
-  /** The value's JSON text ('' when absent). */
-  raw: string;
+  /** The bucket key: a string by its value, any other JSON by its text; NULL when absent or null. */
+  key: string;
 }
 
-/** A top-level key of the event's `properties` (JSON text). */
-export function propertyValue(keyParam: string): JsonValueSql {
+/**
+ * A top-level key of the event's `properties`, read from its typed subcolumn (schema/090): '' when
+ * the key is absent or null, otherwise a type tag (s, n, b, o) and the value.
+ */
+export function propertyValue(key: string): JsonValueSql {
+  const v = `ifNull(property_values.k${Buffer.from(key, 'utf8').toString('hex')}.:String, '')`;
+  const body = `substring(${v}, 2)`;
   return {
-    type: `JSONType(properties, ${keyParam})`,
-    string: `JSONExtractString(properties, ${keyParam})`,
-    number: `JSONExtractFloat(properties, ${keyParam})`,
-    bool: `JSONExtractBool(properties, ${keyParam})`,
-    raw: `JSONExtractRaw(properties, ${keyParam})`,
+    isNull: `${v} = ''`,
+    isString: `startsWith(${v}, 's')`,
+    isNumber: `startsWith(${v}, 'n')`,
+    isBool: `startsWith(${v}, 'b')`,
+    string: body,
+    number: `toFloat64OrZero(${body})`,
+    bool: `(${v} = 'btrue')`,
+    key: `if(${v} = '', NULL, ${body})`,
   };
 }
 
 /** A column holding a raw JSON value (user_properties.value: '"pro"', '42', 'true', 'null'). */
 export function rawJsonValue(column: string): JsonValueSql {
+  const type = `JSONType(${column})`;
   return {
-    type: `JSONType(${column})`,
+    isNull: `${type} = 'Null'`,
+    isString: `${type} = 'String'`,
+    isNumber: `${type} IN ('Int64', 'UInt64', 'Double')`,
+    isBool: `${type} = 'Bool'`,
     string: `JSONExtractString(${column})`,
     number: `JSONExtractFloat(${column})`,
     bool: `JSONExtractBool(${column})`,
-    raw: column,
+    key: `if(${type} = 'String', JSONExtractString(${column}), nullIf(nullIf(${column}, ''), 'null'))`,
   };
 }
-
-const IS_NUMBER = (t: string) => `${t} IN ('Int64', 'UInt64', 'Double')`;
 
 /**
  * The condition on one JSON value, typed by the filter value: strings match string values, numbers
@@ -84,33 +100,33 @@ const IS_NUMBER = (t: string) => `${t} IN ('Int64', 'UInt64', 'Double')`;
 export function jsonTestSql(test: JsonTest, json: JsonValueSql, bag: ParamBag): string {
   switch (test.op) {
     case 'null':
-      return `${json.type} = 'Null'`;
+      return json.isNull;
     case 'eq':
     case 'in': {
       const strings = test.values.filter((x): x is string => typeof x === 'string');
       const numbers = test.values.filter((x): x is number => typeof x === 'number');
       const bools = [...new Set(test.values.filter((x): x is boolean => typeof x === 'boolean'))];
       const branches: string[] = [];
-      if (strings.length) branches.push(`(${json.type} = 'String' AND ${oneOf(json.string, strings, 'String', bag)})`);
-      if (numbers.length) branches.push(`(${IS_NUMBER(json.type)} AND ${oneOf(json.number, numbers, 'Float64', bag)})`);
-      if (bools.length) branches.push(`(${json.type} = 'Bool' AND ${oneOf(json.bool, bools, 'Bool', bag)})`);
+      if (strings.length) branches.push(`(${json.isString} AND ${oneOf(json.string, strings, 'String', bag)})`);
+      if (numbers.length) branches.push(`(${json.isNumber} AND ${oneOf(json.number, numbers, 'Float64', bag)})`);
+      if (bools.length) branches.push(`(${json.isBool} AND ${oneOf(json.bool, bools, 'Bool', bag)})`);
       return branches.length === 1 ? branches[0] : `(${branches.join(' OR ')})`;
     }
     case 'contains':
-      return `(${json.type} = 'String' AND positionCaseInsensitiveUTF8(${json.string}, ${bag.add(test.value, 'String')}) > 0)`;
+      return `(${json.isString} AND positionCaseInsensitiveUTF8(${json.string}, ${bag.add(test.value, 'String')}) > 0)`;
     case 'lt':
     case 'gt': {
       const cmp = test.op === 'gt' ? '>' : '<';
       return typeof test.value === 'number'
-        ? `(${IS_NUMBER(json.type)} AND ${json.number} ${cmp} ${bag.add(test.value, 'Float64')})`
-        : `(${json.type} = 'String' AND ${json.string} ${cmp} ${bag.add(test.value, 'String')})`;
+        ? `(${json.isNumber} AND ${json.number} ${cmp} ${bag.add(test.value, 'Float64')})`
+        : `(${json.isString} AND ${json.string} ${cmp} ${bag.add(test.value, 'String')})`;
     }
     case 'before':
     case 'after': {
       const cmp = test.op === 'before' ? '<' : '>';
       // Only string values that look like an ISO date take part; the pattern is a constant.
       return (
-        `(${json.type} = 'String' AND match(${json.string}, '${ISO_DATE_PREFIX}') AND ` +
+        `(${json.isString} AND match(${json.string}, '${ISO_DATE_PREFIX}') AND ` +
         `ifNull(parseDateTime64BestEffortOrNull(${json.string}, 6, 'UTC') ${cmp} ${bag.add(test.value, DT64)}, false))`
       );
     }

@@ -18,9 +18,9 @@ export interface EventPosition {
   event_id: string;
 }
 
-/** Organization, filters and range (not size). */
+/** Organization, filters, range and cohort (not size); a search without a cohort keeps the fingerprint it always had. */
 const fingerprintOf = (scope: EventScope) =>
-  searchFingerprint([scope.orgId, scope.filtersBool, scope.filters, scope.range?.start ?? null, scope.range?.end ?? null]);
+  searchFingerprint([scope.orgId, scope.filtersBool, scope.filters, scope.range?.start ?? null, scope.range?.end ?? null, ...(scope.cohort ? [scope.cohort] : [])]);
 
 export function encodeCursor(position: EventPosition, scope: EventScope): string {
   const { timestamp: t, received_at: r, seq: s, event_id: e } = position;
@@ -38,7 +38,7 @@ export function decodeCursor(cursor: string, scope: EventScope): EventPosition {
       typeof x.r === 'string' && DATETIME.test(x.r) &&
       Number.isInteger(x.s) && (x.s as number) >= 0 && (x.s as number) <= 65535 &&
       typeof x.e === 'string' && UUID_PATTERN.test(x.e),
-    'filters_bool, filters and range',
+    'filters_bool, filters, range and cohort',
   );
   return { timestamp: p.t as string, received_at: p.r as string, seq: p.s as number, event_id: p.e as string };
 }

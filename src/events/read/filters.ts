@@ -34,6 +34,7 @@ import {
 } from '../../query/filter-args.ts';
 import { jsonObject } from '../../validation.ts';
 import { maxChars } from '../../chars.ts';
+import { cohortEntry } from '../analysis/cohort.ts';
 
 const TEXT_OPS = [...EQ_IN, 'contains', 'not_contains', 'null', 'not_null'] as const;
 const NAME_OPS = [...EQ_IN, 'null', 'not_null'] as const;
@@ -193,7 +194,7 @@ function jsonTest(f: RawFilter, op: ReturnType<typeof splitOperator>['op'], prob
 /** `{field: "timestamp", start, end}`, both inclusive, as DateTime64(6) texts. */
 export const eventRangeSchema = rangeSchema('timestamp', 'date or date-time with an offset, e.g. 2026-11-01T00:00:00Z');
 
-/** filters_bool, filters, range: the part shared by event search and aggregation. */
+/** filters_bool, filters, range, cohort: the part shared by event search, aggregation and export. */
 export const eventScopeEntries = {
   filters_bool: v.optional(v.picklist(['AND', 'OR'], 'filters_bool must be "AND" or "OR"'), 'AND'),
   filters: v.optional(v.pipe(
@@ -201,4 +202,5 @@ export const eventScopeEntries = {
     v.maxLength(MAX_FILTERS, `at most ${MAX_FILTERS} filters`),
   ), []),
   range: v.optional(eventRangeSchema),
+  cohort: cohortEntry,
 };

@@ -23,6 +23,8 @@ import { decodeCursor, encodeCursor, type EventPosition } from './cursor.ts';
 import { eventScopeEntries } from './filters.ts';
 import { EVENT_COLUMNS, toEventRecord, type EventReadRow, type EventRecord } from './record.ts';
 import { EventSource, type EventScope } from './source.ts';
+import { hoursServe, hoursSource } from './hours.ts';
+import { parseInstantMicros } from '../../query/histogram.ts';
 
 export const MAX_EVENT_PAGE_SIZE = 1000;
 
@@ -36,9 +38,9 @@ export const eventSearchBodySchema = jsonObject({
 }, 'the event search body');
 export type EventSearchBody = v.InferOutput<typeof eventSearchBodySchema>;
 
-/** The scope of an event read: the token's organization, the body's filters and range. */
-export function eventScopeOf(orgId: string, body: Pick<EventSearchBody, 'filters_bool' | 'filters' | 'range'>): EventScope {
-  return { orgId, filtersBool: body.filters_bool, filters: body.filters, range: body.range };
+/** The scope of an event read: the token's organization, the body's filters, range and cohort. */
+export function eventScopeOf(orgId: string, body: Pick<EventSearchBody, 'filters_bool' | 'filters' | 'range' | 'cohort'>): EventScope {
+  return { orgId, filtersBool: body.filters_bool, filters: body.filters, range: body.range, cohort: body.cohort };
 }
 
 export interface EventSearchInput extends EventScope {
@@ -80,6 +82,17 @@ export function compileEventCount(input: EventSearchInput, windowStarts: readonl
   return compiled(`SELECT count() AS total${afterTotal}${windowCountColumns('timestamp', windowStarts, bag, after)} ${from}`, bag);
 }
 
+/**
+ * The same count from the hours (hours.ts), when they can answer it: no cursor, filters on type
+ * and event_name only. The window starts are the edges that split hours.
+ */
+export function compileEventCountFromHours(input: EventSearchInput, windowStarts: readonly string[]): CompiledQuery {
+  const bag = new ParamBag();
+  const from = hoursSource(new EventSource(input, bag), windowStarts.map((w) => parseInstantMicros(w)!));
+  const windows = windowStarts.map((w, i) => `, sumIf(n, t >= ${bag.add(w, DT64)}) AS w${i}`).join('');
+  return compiled(`SELECT sum(n) AS total${windows} ${from}`, bag);
+}
+
 /** `limit` events after `after`, newest first; with `windowStart`, only from that instant on. */
 export function compileEventPage(input: EventScope & { after?: EventPosition }, limit: number, windowStart?: string): CompiledQuery {
   const bag = new ParamBag();
@@ -95,9 +108,10 @@ export function compileEventPage(input: EventScope & { after?: EventPosition }, 
 type CountRow = { total: number | string; after_total?: number | string } & WindowCounts;
 
 /** The count, then the page from the smallest window that holds the size + 1 matches it needs. */
-export async function runEventSearch(run: RunQuery, input: EventSearchInput): Promise<{ total: number; rows: EventReadRow[]; more: boolean }> {
+export async function runEventSearch(run: RunQuery, input: EventSearchInput, options: { hours?: boolean } = {}): Promise<{ total: number; rows: EventReadRow[]; more: boolean }> {
   const windows = input.size > 0 ? eventPageWindowStarts(input, Date.now()) : [];
-  const [counts] = await run<CountRow>(compileEventCount(input, windows));
+  const fromHours = options.hours !== false && !input.after && hoursServe(input);
+  const [counts] = await run<CountRow>(fromHours ? compileEventCountFromHours(input, windows) : compileEventCount(input, windows));
   const total = Number(counts?.total ?? 0);
   const available = input.after ? Number(counts?.after_total ?? 0) : total;
   if (input.size === 0 || available === 0) return { total, rows: [], more: false };

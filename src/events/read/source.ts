@@ -5,12 +5,13 @@
  * through the same organization placeholder, so no query can forget it on any table it reads.
  */
 import type { ParamBag } from '../../clickhouse/sql.ts';
-import { compileScopeWhere, type ReadScope } from '../../query/scope.ts';
+import { compileFilters, compileScopeWhere, type ReadScope } from '../../query/scope.ts';
+import { cohortCondition, type CohortNode } from '../analysis/cohort.ts';
 import { compileEventFilter } from './compile.ts';
 import type { EventFilterNode } from './filters.ts';
 
-/** The scope of an event read: organization, filters, range on `timestamp`. */
-export type EventScope = ReadScope<EventFilterNode>;
+/** The scope of an event read: organization, filters, range on `timestamp`, and a feedback cohort (src/events/analysis/cohort.ts). */
+export type EventScope = ReadScope<EventFilterNode> & { cohort?: CohortNode };
 
 /**
  * A read of the events of one organization. Built once per query on its ParamBag: the org
@@ -22,9 +23,15 @@ export class EventSource {
     this.org = bag.add(scope.orgId, 'UUID');
   }
 
-  /** The WHERE expression: org first, then the timestamp range, then the filters joined by filtersBool. */
+  /** The WHERE expression: org first, the cohort's users, then the timestamp range, then the filters joined by filtersBool. */
   where(): string {
-    return compileScopeWhere(this.scope, this.bag, { org: this.org, time: 'timestamp', filter: (f) => compileEventFilter(f, this) });
+    const extra = this.scope.cohort ? [cohortCondition(this.scope.orgId, this.scope.cohort, this.bag)] : [];
+    return compileScopeWhere(this.scope, this.bag, { org: this.org, time: 'timestamp', extra, filter: (f) => compileEventFilter(f, this) });
+  }
+
+  /** The filters alone, joined by filtersBool in parentheses (undefined without filters). */
+  filtersSql(): string | undefined {
+    return compileFilters(this.scope, (f) => compileEventFilter(f, this));
   }
 
   /** `FROM events [joins] WHERE <scope>`; `joins` come from the methods below. */

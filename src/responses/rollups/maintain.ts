@@ -36,6 +36,7 @@ const countScores = (column: string) => `sumMap(mapFromArrays(${column}, arrayMa
 const ROLLUP_COLUMNS = [
   'g_channel_id', 'g_completion', 'g_end_reason', 'g_language', 'g_support', 'g_responses', 'g_nps', 'g_csat', 'g_ces',
   'a_channel_id', 'a_completion', 'a_end_reason', 'a_language', 'a_question_id', 'a_value', 'a_responses',
+  'a_support', 'a_nps', 'a_csat', 'a_ces',
 ] as const;
 
 /**
@@ -86,14 +87,16 @@ export function recomputeHoursSql(ranges: [bigint, bigint][]): { sql: string; pa
     ` FROM (SELECT survey_id, ${hour} AS slice_start, ${dims}, hf_support, count() AS n, ` +
     `${countScores('nps_scores')} AS nps, ${countScores('csat_scores')} AS csat, ${countScores('ces_scores')} AS ces ` +
     `FROM survey_responses FINAL WHERE ${where} GROUP BY survey_id, slice_start, ${dims}, hf_support) GROUP BY survey_id, slice_start`;
-  // Each distinct (question, value) of a response once: the aggregation's answer buckets count responses.
+  // Each distinct (question, value) of a response once: the aggregation's answer buckets count
+  // responses; the groups also by `support`, with their score counts (schema/110: answer groups).
   const answers =
     `SELECT survey_id, slice_start AS start, ` +
     groupArrays([['channel_id', 'a_channel_id'], ['completion', 'a_completion'], ['end_reason', 'a_end_reason'], ['language', 'a_language'],
-      ['question_id', 'a_question_id'], ['value', 'a_value'], ['n', 'a_responses']]) +
-    ` FROM (SELECT survey_id, ${hour} AS slice_start, ${dims}, tupleElement(qv, 1) AS question_id, tupleElement(qv, 2) AS value, count() AS n ` +
+      ['question_id', 'a_question_id'], ['value', 'a_value'], ['n', 'a_responses'], ['hf_support', 'a_support'], ['nps', 'a_nps'], ['csat', 'a_csat'], ['ces', 'a_ces']]) +
+    ` FROM (SELECT survey_id, ${hour} AS slice_start, ${dims}, hf_support, tupleElement(qv, 1) AS question_id, tupleElement(qv, 2) AS value, count() AS n, ` +
+    `${countScores('nps_scores')} AS nps, ${countScores('csat_scores')} AS csat, ${countScores('ces_scores')} AS ces ` +
     `FROM survey_responses FINAL ARRAY JOIN arrayDistinct(arrayZip(CAST(ans_question_ids, 'Array(String)'), ans_values)) AS qv ` +
-    `WHERE ${where} GROUP BY survey_id, slice_start, ${dims}, question_id, value) GROUP BY survey_id, slice_start`;
+    `WHERE ${where} GROUP BY survey_id, slice_start, ${dims}, hf_support, question_id, value) GROUP BY survey_id, slice_start`;
   return { sql: upsertSql('hour', groups, answers), params };
 }
 
@@ -113,14 +116,23 @@ export function recomputeFromBelowSql(span: 'day' | 'month', ranges: [bigint, bi
     `FROM survey_rollup FINAL ARRAY JOIN g_channel_id AS channel_id, g_completion AS completion, g_end_reason AS end_reason, ` +
     `g_language AS language, g_support AS support, g_responses AS x_n, g_nps AS x_nps, g_csat AS x_csat, g_ces AS x_ces ` +
     `WHERE ${where} GROUP BY survey_id, slice_start, ${dims}, support) GROUP BY survey_id, slice_start`;
+  // A row written before schema/110 has no a_support / a_nps ... (empty arrays): they are padded to
+  // its entries so that the sums of the other arrays stay right, and the slice computed from it
+  // gets no score arrays either (`scored`), which readers of the scores see (answer-rollups.ts).
+  const padded = (column: string) => `arrayResize(${column}, length(a_question_id))`;
+  const scoredOnly = (from: string, to: string, type: string) => `if(min(scored) = 1, groupArray(${from}), CAST([], '${type}')) AS ${to}`;
   const answers =
     `SELECT survey_id, slice_start AS start, ` +
     groupArrays([['channel_id', 'a_channel_id'], ['completion', 'a_completion'], ['end_reason', 'a_end_reason'], ['language', 'a_language'],
       ['question_id', 'a_question_id'], ['value', 'a_value'], ['n', 'a_responses']]) +
-    ` FROM (SELECT survey_id, ${day} AS slice_start, ${dims}, question_id, value, sum(x_n) AS n ` +
+    `, ${scoredOnly('support', 'a_support', 'Array(Array(LowCardinality(String)))')}, ${scoredOnly('nps', 'a_nps', 'Array(Map(UInt8, UInt64))')}, ` +
+    `${scoredOnly('csat', 'a_csat', 'Array(Map(UInt8, UInt64))')}, ${scoredOnly('ces', 'a_ces', 'Array(Map(UInt8, UInt64))')}` +
+    ` FROM (SELECT survey_id, ${day} AS slice_start, ${dims}, support, question_id, value, sum(x_n) AS n, ` +
+    `sumMap(x_nps) AS nps, sumMap(x_csat) AS csat, sumMap(x_ces) AS ces, min(length(a_nps) = length(a_question_id)) AS scored ` +
     `FROM survey_rollup FINAL ARRAY JOIN a_channel_id AS channel_id, a_completion AS completion, a_end_reason AS end_reason, ` +
-    `a_language AS language, a_question_id AS question_id, a_value AS value, a_responses AS x_n ` +
-    `WHERE ${where} GROUP BY survey_id, slice_start, ${dims}, question_id, value) GROUP BY survey_id, slice_start`;
+    `a_language AS language, a_question_id AS question_id, a_value AS value, a_responses AS x_n, ` +
+    `${padded('a_support')} AS support, ${padded('a_nps')} AS x_nps, ${padded('a_csat')} AS x_csat, ${padded('a_ces')} AS x_ces ` +
+    `WHERE ${where} GROUP BY survey_id, slice_start, ${dims}, support, question_id, value) GROUP BY survey_id, slice_start`;
   return { sql: upsertSql(span, groups, answers), params };
 }
 

@@ -24,6 +24,7 @@ import { compiled } from '../../clickhouse/sql.ts';
 import type { Scope } from '../compile.ts';
 import { compileFilter } from '../compile.ts';
 import type { FilterNode } from '../filters.ts';
+import { answerGroupFilter, answerGroupsSql } from '../answer-rollups.ts';
 import type { GroupByRule } from '../group-by.ts';
 import type { HistogramPlan } from '../../query/histogram.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
@@ -50,7 +51,7 @@ const MAX_PENDING_RANGES = 32;
 const ROLLUP_FILTER_KINDS: ReadonlySet<FilterNode['kind']> = new Set(['completion', 'language', 'channel_id']);
 
 export function filtersServable(scope: Scope): boolean {
-  return scope.filters.every((f) => ROLLUP_FILTER_KINDS.has(f.kind));
+  return scope.filters.every((f) => ROLLUP_FILTER_KINDS.has(f.kind)) || answerGroupFilter(scope) !== undefined;
 }
 
 /** Rules the rollup answers: no hidden field, no ended_at / last_activity_at, at most one answer level. */
@@ -321,6 +322,8 @@ export function rollupRowsSql(scope: Scope, w: RollupWindow, bag: ParamBag, arra
  * the slice, instead of one per group (5M responses, survey_id under *: 27-63 -> 6-10 ms).
  */
 export function rollupGroupsSql(scope: Scope, w: RollupWindow, bag: ParamBag, columns: readonly GroupColumn[]): string {
+  // An answer filter: the groups of the responses with that answer (schema/110).
+  if (answerGroupFilter(scope)) return answerGroupsSql(scope, w, bag);
   const used = [...new Set<GroupColumn>(['x_rows', ...columns, ...filterColumns(scope)])];
   const dims = used.filter((c) => c !== 'x_rows');
   if (scope.filters.length === 0 && dims.length === 0) {

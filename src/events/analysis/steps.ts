@@ -1,0 +1,108 @@
+/**
+ * What funnels and retention share: a step (a set of events described in the event filter
+ * language), the scoped source their queries start from, and the per-user rows they are computed
+ * on.
+ *
+ * Users: events are counted per user_id, the stable id of the user's alias; an anonymous event
+ * (sent without `user_alias`) has a user id of its own, so it is one user with one event. Known
+ * users are grouped (one row per user with their events in order); each anonymous event is its
+ * own row at once, without the GROUP BY: grouping ids that never repeat would cost one hash entry
+ * per anonymous event for nothing. Both kinds of rows then go through the same SQL.
+ */
+import * as v from 'valibot';
+import { maxChars } from '../../chars.ts';
+import type { ParamBag } from '../../clickhouse/sql.ts';
+import { MAX_FILTERS } from '../../query/filter-args.ts';
+import { jsonObject } from '../../validation.ts';
+import { compileEventFilter } from '../read/compile.ts';
+import { eventFilterSchema, eventRangeSchema, type EventFilterNode } from '../read/filters.ts';
+import { EventSource } from '../read/source.ts';
+import { cohortCondition, cohortEntry, splitByCohortsSchema, type CohortNode } from './cohort.ts';
+
+export interface StepNode {
+  readonly name?: string;
+  readonly filtersBool: 'AND' | 'OR';
+  readonly filters: readonly EventFilterNode[];
+}
+
+/** A step: the events matching its filters (at least one filter: an empty step would match every event). */
+export function stepSchema(what: string) {
+  return v.pipe(
+    jsonObject({
+      name: v.optional(v.pipe(v.string('name must be a string'), v.minLength(1, 'name must not be empty'), maxChars(100, 'name is at most 100 characters'))),
+      filters_bool: v.optional(v.picklist(['AND', 'OR'], 'filters_bool must be "AND" or "OR"'), 'AND'),
+      filters: v.pipe(
+        v.array(eventFilterSchema, 'filters must be an array of event filters'),
+        v.minLength(1, `${what} needs at least one filter (an empty one would match every event)`),
+        v.maxLength(MAX_FILTERS, `at most ${MAX_FILTERS} filters`),
+      ),
+    }, what),
+    v.transform((s): StepNode => ({ ...(s.name === undefined ? {} : { name: s.name }), filtersBool: s.filters_bool, filters: s.filters })),
+  );
+}
+
+/** Body entries of every analysis: the range (on `timestamp`), a cohort, split_by_cohorts. */
+export const analysisScopeEntries = {
+  range: v.optional(eventRangeSchema),
+  cohort: cohortEntry,
+  split_by_cohorts: v.optional(splitByCohortsSchema),
+};
+
+export interface AnalysisScope {
+  orgId: string;
+  /** Inclusive DateTime64(6) texts. */
+  range?: { start?: string; end?: string };
+  cohort?: CohortNode;
+  split: readonly { name: string; cohort: CohortNode }[];
+}
+
+/** The condition "the event belongs to the step", over `events` columns. */
+export function stepSql(step: StepNode, source: EventSource): string {
+  const joiner = step.filtersBool === 'OR' ? ' OR ' : ' AND ';
+  return `(${step.filters.map((f) => compileEventFilter(f, source)).join(joiner)})`;
+}
+
+/**
+ * The scoped source of an analysis: the organization, the cohort, and a range (the request's; a
+ * retention reads return events past the range end, so it passes its own).
+ */
+export function analysisSource(scope: AnalysisScope, bag: ParamBag, range: AnalysisScope['range']): EventSource {
+  return new EventSource({ orgId: scope.orgId, filtersBool: 'AND', filters: [], range, cohort: scope.cohort }, bag);
+}
+
+/**
+ * `[0, i, j, ...]`: the whole (0) and the split cohorts (1-based) the row's user belongs to, over
+ * columns named like the events' (`user_id`, `user_alias`, `anonymous`); `[0]` without a split.
+ */
+export function groupsSql(scope: AnalysisScope, bag: ParamBag): string {
+  if (scope.split.length === 0) return '[toUInt8(0)]';
+  const members = scope.split.map((s, i) => `if(${cohortCondition(scope.orgId, s.cohort, bag)}, ${i + 1}, 0)`);
+  return `arrayConcat([toUInt8(0)], arrayFilter(x -> x != 0, [${members.map((m) => `toUInt8(${m})`).join(', ')}]))`;
+}
+
+/**
+ * One row per user, from `scan` (a SELECT with `user_id, user_alias, anonymous AS anon` and what
+ * the columns read; `anon`: an output alias named like a column would be what WHERE reads): known users grouped by user_id with the aggregate columns `known` (and `having`),
+ * each anonymous event (that passes `anonymousWhere`) a row of its own with the plain columns
+ * `anonymous`, which compute the same values for a user of one event.
+ */
+export function perUserSql(scan: string, columns: { known: string; anonymous: string; having?: string; anonymousWhere?: string }): string {
+  const having = columns.having ? ` HAVING ${columns.having}` : '';
+  const anonymousWhere = columns.anonymousWhere ? ` AND ${columns.anonymousWhere}` : '';
+  return (
+    `SELECT user_id, any(user_alias) AS user_alias, toUInt8(0) AS anonymous, ${columns.known} FROM (${scan}) WHERE anon = 0 GROUP BY user_id${having} ` +
+    `UNION ALL SELECT user_id, user_alias, toUInt8(1) AS anonymous, ${columns.anonymous} FROM (${scan}) WHERE anon = 1${anonymousWhere}`
+  );
+}
+
+/** The UTC period functions: a period's start, and a number that grows by one per period. */
+export const PERIODS = {
+  day: { start: 'toDate', index: 'toRelativeDayNum' },
+  week: { start: 'toMonday', index: 'toRelativeWeekNum' },
+  month: { start: 'toStartOfMonth', index: 'toRelativeMonthNum' },
+} as const;
+export type Period = keyof typeof PERIODS;
+export const PERIOD_NAMES = Object.keys(PERIODS) as Period[];
+
+/** A period start as the engine prints a Date ('2026-11-02') -> the API's instant text. */
+export const periodStartText = (date: string) => `${date}T00:00:00.000000Z`;

@@ -1,0 +1,87 @@
+/**
+ * Event counts from the hours: the `event_hours` projection of `events` (schema/090) counts the
+ * events per (organization, hour, type, event_name); the engine keeps it exact under inserts,
+ * merges and user deletions. A read whose levels and filters only need those columns (timestamp
+ * levels, type, event_name; filters on type and event_name) and whose metric is the count reads:
+ * - every WHOLE hour from the projection (about 24 rows per type and name a day instead of every
+ *   event), each standing for its count at its hour start;
+ * - the PARTIAL hours from the rows: the hours the range starts or ends inside, and those holding
+ *   an edge that splits them (a histogram bucket start, a page window start): bucket edges sit at
+ *   the range start plus whole hours, days or months, so at most one hour per edge.
+ * An hour is whole when all of it lies in the range and no edge falls strictly inside it; then
+ * every event of it lies in the same bucket and window as its start, and the union of both parts
+ * holds every event in scope exactly once.
+ */
+import { MICROS_PER_HOUR, parseInstantMicros, type HistogramPlan } from '../../query/histogram.ts';
+import type { EventSource, EventScope } from './source.ts';
+
+/** The scope can be evaluated on the projection's columns: filters on type and event_name only, no cohort (a per-user condition). */
+export function hoursServe(scope: EventScope): boolean {
+  return !scope.cohort && scope.filters.every((f) => f.kind === 'type' || f.kind === 'event_name');
+}
+
+/** The instants where a plan's buckets split time: every bucket start and the series' end. */
+export function planEdges(plans: readonly (HistogramPlan | undefined)[]): bigint[] {
+  return plans.flatMap((p) => (p ? [...p.starts, p.boundary] : []));
+}
+
+const floorHour = (t: bigint) => t - (((t % MICROS_PER_HOUR) + MICROS_PER_HOUR) % MICROS_PER_HOUR);
+
+export interface HourSplit {
+  /** Whole hours are [from, to) (µs hour starts; undefined: unbounded), except the partial ones. */
+  from?: bigint;
+  to?: bigint;
+  /** Hour starts read from the rows, ascending, distinct. */
+  partial: bigint[];
+}
+
+/** Splits the range [start, end] (µs, end inclusive; undefined: unbounded) into whole and partial hours at `edges`. */
+export function splitHours(start: bigint | undefined, end: bigint | undefined, edges: readonly bigint[]): HourSplit {
+  const partial = new Set<bigint>();
+  let from: bigint | undefined;
+  let to: bigint | undefined;
+  if (start !== undefined) {
+    from = floorHour(start);
+    if (from !== start) {
+      partial.add(from);
+      from += MICROS_PER_HOUR;
+    }
+  }
+  if (end !== undefined) {
+    // The hour holding `end` is whole only when `end` is its last microsecond.
+    to = floorHour(end + 1n);
+    if (to !== end + 1n) partial.add(to);
+  }
+  for (const e of edges) {
+    const h = floorHour(e);
+    if (h !== e && (start === undefined || e > start) && (end === undefined || e <= end)) partial.add(h);
+  }
+  const inRange = (h: bigint) => (start === undefined || h + MICROS_PER_HOUR > start) && (end === undefined || h <= end);
+  return { from, to, partial: [...partial].filter(inRange).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)) };
+}
+
+/**
+ * `FROM (...)`: rows (t, type, event_name, n) of the scope, n events at instant t, from the
+ * projection for whole hours and from the rows for partial ones. Placeholders go to the source's bag.
+ */
+export function hoursSource(source: EventSource, edges: readonly bigint[]): string {
+  const { scope, bag } = source;
+  const micros = (t: string | undefined) => (t === undefined ? undefined : parseInstantMicros(t) ?? undefined);
+  const split = splitHours(micros(scope.range?.start), micros(scope.range?.end), edges);
+  const filters = source.filtersSql();
+  const hourSeconds = 'toUnixTimestamp(toStartOfHour(timestamp))';
+  const seconds = (t: bigint) => Number(t / 1_000_000n);
+  const whole = [`org_id = ${source.org}`];
+  if (split.from !== undefined) whole.push(`${hourSeconds} >= ${bag.add(seconds(split.from), 'Int64')}`);
+  if (split.to !== undefined) whole.push(`${hourSeconds} < ${bag.add(seconds(split.to), 'Int64')}`);
+  if (split.partial.length) whole.push(`${hourSeconds} NOT IN ${bag.add(split.partial.map(seconds), 'Array(Int64)')}`);
+  if (filters) whole.push(filters);
+  // GROUP BY the projection's keys, so that the engine answers it from event_hours.
+  const hours =
+    `SELECT toDateTime64(toStartOfHour(timestamp), 3, 'UTC') AS t, type, event_name, count() AS n FROM events ` +
+    `WHERE ${whole.join(' AND ')} GROUP BY toStartOfHour(timestamp), type, event_name`;
+  if (split.partial.length === 0) return `FROM (${hours})`;
+  // One set lookup per row (an OR of one range per partial hour cost a comparison per hour per row).
+  const rows = `SELECT timestamp AS t, type, event_name, toUInt64(1) AS n ${source.from()} AND ${hourSeconds} IN ${bag.add(split.partial.map(seconds), 'Array(Int64)')}`;
+  return `FROM (${hours} UNION ALL ${rows})`;
+}

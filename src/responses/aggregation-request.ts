@@ -1,0 +1,108 @@
+/**
+ * SEARCH /1.0/survey/<survey_ids>/response/aggregation as a request: the aggregation of the main
+ * range (aggregation.ts), the same aggregation over each `compare` range with the main series'
+ * interval and bucket count (src/metrics/compare.ts), the releases on every date level
+ * (src/releases/marks.ts), and the shaping that aligns the trees and adds each metric's change.
+ *
+ * The periods are independent reads: they run side by side, and the whole request is cached as
+ * one entry (result-cache.ts), so an answer always comes from one consistent run.
+ */
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { RunQuery } from '../clickhouse/sql.ts';
+import { RANKED_BUCKETS_SETTINGS } from '../query/ranked-buckets.ts';
+import { cachedRequest } from '../query/request-cache.ts';
+import { invalid } from '../errors.ts';
+import { planComparisons, type CompareSpec, type MicrosRange } from '../metrics/compare.ts';
+import { formatDbMicros, formatMicros, parseInstantMicros, type HistogramPlan } from '../query/histogram.ts';
+import { markReleases, releasesForSeries } from '../releases/marks.ts';
+import type { Release } from '../releases/schema.ts';
+import {
+  countsByPath, planLevels, runAggregation, shapeAggregation, type AggregationResult, type AggregationRow, type LevelResult,
+} from './aggregation.ts';
+import type { Scope } from './compile.ts';
+import type { GroupByRule } from './group-by.ts';
+import type { MetricName } from './metrics.ts';
+import type { ReadOptions } from './rollups/read.ts';
+
+export interface AggregationRequest {
+  rules: readonly GroupByRule[];
+  metrics?: readonly MetricName[];
+  compare?: CompareSpec;
+}
+
+interface PeriodRows {
+  range?: MicrosRange;
+  plans: (HistogramPlan | undefined)[];
+  rows: AggregationRow[];
+}
+
+interface RequestRows {
+  main: PeriodRows;
+  comparisons: PeriodRows[];
+  releases: Release[];
+}
+
+/** The main range in µs: compare needs both ends (a comparison is defined relative to them). */
+function mainRange(scope: Scope): MicrosRange {
+  const start = scope.range?.start !== undefined ? parseInstantMicros(scope.range.start) : null;
+  const end = scope.range?.end !== undefined ? parseInstantMicros(scope.range.end) : null;
+  if (start === null || end === null) {
+    throw invalid('compare needs a range with start and end', [{ path: 'range', message: 'give range.start and range.end: the comparisons are placed relative to them' }]);
+  }
+  return { start, end };
+}
+
+/** The rows of every period, and the releases in the union of their date levels' ranges. */
+export async function runAggregationRequest(run: RunQuery, scope: Scope, request: AggregationRequest, options: ReadOptions = {}): Promise<RequestRows> {
+  const { rules, metrics = [] } = request;
+  let periods: Promise<PeriodRows>[];
+  if (!request.compare) periods = [runAggregation(run, scope, rules, { ...options, metrics })];
+  else {
+    const range = mainRange(scope);
+    // With both range ends the series come from the range alone (no data bounds to read).
+    const plans = planLevels(rules, scope.range, {});
+    const comparisons = planComparisons(request.compare, range, plans);
+    periods = [
+      runAggregation(run, scope, rules, { ...options, metrics, plans }).then((p) => ({ ...p, range })),
+      ...comparisons.map((c) => {
+        const shifted: Scope = { ...scope, range: { start: formatDbMicros(c.range.start), end: formatDbMicros(c.range.end) } };
+        return runAggregation(run, shifted, rules, { ...options, metrics, plans: c.plans }).then((p) => ({ ...p, range: c.range }));
+      }),
+    ];
+  }
+  const [main, ...comparisons] = await Promise.all(periods);
+  // Releases of every date level of every period, in one read.
+  const plans = [main, ...comparisons].flatMap((p) => p.plans);
+  const releases = await releasesForSeries(options.fresh ?? run, scope.orgId, scope.range, plans, 1 + comparisons.length);
+  return { main, comparisons, releases };
+}
+
+/** The rows -> the answer: the main tree, then each comparison's with the change of every metric. */
+export function shapeAggregationRequest(request: AggregationRequest, rows: RequestRows, took: number): AggregationResult {
+  const { rules, metrics = [] } = request;
+  const main = shapeAggregation(rules, rows.main.plans, rows.main.rows, took, { metrics });
+  main.aggregations = markReleases(main.aggregations, rows.main.plans, rows.releases);
+  if (!request.compare) return main;
+  const mainCounts = metrics.length ? countsByPath(rules, rows.main.rows) : undefined;
+  main.comparisons = rows.comparisons.map((c) => {
+    const shaped = shapeAggregation(rules, c.plans, c.rows, took, { metrics, main: mainCounts });
+    return {
+      range: { start: formatMicros(c.range!.start), end: formatMicros(c.range!.end) },
+      hits: shaped.hits,
+      ...(shaped.metrics ? { metrics: shaped.metrics } : {}),
+      aggregations: markReleases(shaped.aggregations, c.plans, rows.releases),
+    };
+  });
+  return main;
+}
+
+/** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed scope and request. */
+export async function aggregate(client: ClickHouseClient, scope: Scope, request: AggregationRequest, options: ReadOptions = {}): Promise<{ result: AggregationResult; watermark: number }> {
+  const started = performance.now();
+  // Cached as a whole request (src/query/request-cache.ts): the bounds, pending marks and releases
+  // it read are those its rows were computed with. They are read without any cache; the grouped
+  // queries may use the engine's 3 s query cache (their SQL carries both).
+  const { value: rows, at } = await cachedRequest(client, 'aggregation', [scope, request, options], RANKED_BUCKETS_SETTINGS, ({ run, fresh }) =>
+    runAggregationRequest(run, scope, request, { ...options, fresh }));
+  return { result: shapeAggregationRequest(request, rows, Math.round(performance.now() - started)), watermark: at };
+}

@@ -1,0 +1,178 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { randomUUID } from 'node:crypto';
+import { insertEvents } from '../../src/events/routes.ts';
+import { encodeEventRows, toEventRows } from '../../src/events/rows.ts';
+import { parseEventBatch } from '../../src/events/schema.ts';
+import { ALIASES, NAMES, genHistory, historyBase, readEvents, writeHistory } from './analysis-fixture.ts';
+import { refRetention, type Period, type Pred, type RefEvent } from './funnel-reference.ts';
+import { startTestService, type TestService } from './harness.ts';
+
+/**
+ * SEARCH /1.0/event/retention against the reference (funnel-reference.ts): random histories sent
+ * through POST /1.0/event over five days (daily periods), and histories of nine months written
+ * through the write path's own row builder with their reception time back then (POST /1.0/event
+ * keeps only the last 7 days), for weekly and monthly periods; cohorts, splits, and a deleted user.
+ */
+type Rec = Record<string, any>;
+
+interface GenStep {
+  body: Rec | 'any';
+  pred: Pred | null;
+}
+
+const genStep: fc.Arbitrary<GenStep> = fc.oneof(
+  fc.constantFrom(...NAMES).map((n) => ({ body: { filters: [{ key: 'event_name', operator: 'eq', value: n }] }, pred: (e: RefEvent) => e.type === 'track' && e.name === n })),
+  fc.constant<GenStep>({ body: { filters: [{ key: 'type', operator: 'eq', value: 'page' }] }, pred: (e) => e.type === 'page' }),
+  fc.constantFrom(...NAMES).map((n) => ({ body: { filters_bool: 'OR', filters: [{ key: 'event_name', operator: 'eq', value: n }, { key: 'type', operator: 'eq', value: 'page' }] }, pred: (e: RefEvent) => e.type === 'page' || e.name === n })),
+);
+const genReturn: fc.Arbitrary<GenStep> = fc.oneof(genStep, fc.constant<GenStep>({ body: 'any', pred: null }));
+
+interface GenRetention {
+  start: GenStep;
+  ret: GenStep;
+  periods: number;
+  /** Day offsets from the base, inclusive (the end at the day's last millisecond). */
+  range?: { start?: number; end?: number };
+}
+
+const genRetention = (days: number, maxPeriods: number): fc.Arbitrary<GenRetention> =>
+  fc.record({
+    start: genStep,
+    ret: genReturn,
+    periods: fc.integer({ min: 1, max: maxPeriods }),
+    range: fc.option(fc.record({ start: fc.option(fc.integer({ min: 0, max: days }), { nil: undefined }), end: fc.option(fc.integer({ min: 0, max: days }), { nil: undefined }) }), { nil: undefined }),
+  });
+
+function rangeMs(q: GenRetention, base: number) {
+  if (!q.range) return undefined;
+  const start = q.range.start === undefined ? undefined : base + q.range.start * 86_400_000;
+  const end = q.range.end === undefined ? undefined : base + (q.range.end + 1) * 86_400_000 - 1;
+  return start !== undefined && end !== undefined && start > end ? { start: end - 86_400_000 + 1, end } : { start, end };
+}
+
+function bodyOf(q: GenRetention, base: number, period: Period): Rec {
+  const r = rangeMs(q, base);
+  return {
+    start: q.start.body,
+    return: q.ret.body,
+    period,
+    periods: q.periods,
+    ...(r ? { range: { ...(r.start === undefined ? {} : { start: new Date(r.start).toISOString() }), ...(r.end === undefined ? {} : { end: new Date(r.end).toISOString() }) } } : {}),
+  };
+}
+
+const expected = (events: RefEvent[], q: GenRetention, base: number, period: Period, users?: Set<string>) =>
+  refRetention(events, { start: q.start.pred!, ret: q.ret.pred, period, periods: q.periods, range: rangeMs(q, base), users });
+
+describe('Event retention (HTTP) against the reference', function () {
+  this.timeout(600_000);
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService();
+  });
+  after(() => svc?.close());
+
+  const retention = (token: string, body: unknown) => svc.request('SEARCH', '/1.0/event/retention', { token, body });
+
+  it('agrees on random histories by day, with a cohort split, before and after a user deletion', async () => {
+    await fc.assert(
+      fc.asyncProperty(genHistory, fc.array(genRetention(4, 5), { minLength: 3, maxLength: 3 }), fc.constantFrom(...ALIASES), fc.constantFrom(...ALIASES), async ([events, order, batches], queries, member, deleted) => {
+        const orgId = randomUUID();
+        const [write, read, respond] = [await svc.token(['events'], orgId), await svc.token(['events:read'], orgId), await svc.token(['responses:write'], orgId)];
+        const base = historyBase();
+        let stored = await writeHistory(svc, write, read, base, events, order, batches);
+        // One respondent: the split cohort of the users who answered the survey.
+        const survey = randomUUID();
+        const t = '2026-01-05T10:00:00.000000Z';
+        const response = {
+          id: randomUUID(), channel_id: randomUUID(), respondent_id: randomUUID(), survey_id: survey, respondent_aliases: [member], completion: 'fully_completed',
+          active: false, end_reason: 'completed', ended_at: t, created_at: t, updated_at: t, answers: [],
+        };
+        expect((await svc.request('POST', '/1.0/survey/response', { token: respond, body: [response] })).status).to.equal(200);
+        const check = async (label: string) => {
+          for (const q of queries) {
+            const body = { ...bodyOf(q, base, 'day'), split_by_cohorts: [{ name: 'respondents', cohort: { survey_ids: [survey] } }] };
+            const res = await retention(read, body);
+            expect(res.status, JSON.stringify(res.body)).to.equal(200);
+            expect(res.body.period).to.equal('day');
+            expect(res.body.cohorts, `${label} ${JSON.stringify(body)}`).to.deep.equal(expected(stored, q, base, 'day'));
+            expect(res.body.split[0].cohorts, `${label} split ${JSON.stringify(body)}`).to.deep.equal(expected(stored, q, base, 'day', new Set([member])));
+          }
+        };
+        await check('written');
+        expect((await svc.request('DELETE', `/1.0/user/${deleted}`, { token: write })).status).to.equal(202);
+        stored = stored.filter((e) => e.alias !== deleted);
+        await check(`after deleting ${deleted}`);
+      }),
+      { numRuns: Number(process.env.RETENTION_RUNS ?? 12), seed: Number(process.env.RETENTION_SEED ?? 2425), endOnFailure: true },
+    );
+  });
+
+  it('agrees on nine months of history (across a new year) by week and by month', async () => {
+    const base = Date.UTC(2024, 9, 1);
+    const DAYS = 270;
+    const genOld = fc.array(
+      fc.record({
+        alias: fc.option(fc.constantFrom(...ALIASES), { nil: null, freq: 8 }),
+        page: fc.boolean(),
+        name: fc.constantFrom(...NAMES),
+        // Clustered around a few weeks, so that weeks and months both repeat.
+        day: fc.oneof(fc.integer({ min: 0, max: DAYS }), fc.constantFrom(0, 6, 7, 13, 30, 31, 58, 59, 60, 89, 90, 180)),
+        ms: fc.integer({ min: 0, max: 86_399_999 }),
+      }),
+      { minLength: 20, maxLength: 120, size: 'max' },
+    );
+    await fc.assert(
+      fc.asyncProperty(genOld, fc.array(genRetention(DAYS, 12), { minLength: 4, maxLength: 4 }), async (old, queries) => {
+        const orgId = randomUUID();
+        const read = await svc.token(['events:read'], orgId);
+        // Each event as received one second after it happened, through the write path's rows.
+        const seqOf = new Map<string, number>();
+        const chunks = old.map((e, i) => {
+          const t = base + e.day * 86_400_000 + e.ms;
+          const item = {
+            type: e.page ? 'page' : 'track', ...(e.page ? { url: `https://example.com/${e.name}` } : { event_name: e.name }),
+            ...(e.alias ? { user_alias: e.alias } : {}), timestamp: new Date(t).toISOString(), message_id: `m-${i}`,
+          };
+          seqOf.set(item.message_id, 0);
+          return encodeEventRows(toEventRows(orgId, parseEventBatch([item]), new Date(t + 1000)));
+        });
+        await insertEvents(svc.client, chunks);
+        const stored = await readEvents(svc, read, seqOf);
+        expect(stored).to.have.length(old.length);
+        for (const period of ['week', 'month'] as const) {
+          for (const q of queries) {
+            const body = bodyOf(q, base, period);
+            const res = await retention(read, body);
+            expect(res.status, JSON.stringify(res.body)).to.equal(200);
+            const want = expected(stored, q, base, period);
+            expect(res.body.cohorts, `${JSON.stringify(body)} got ${JSON.stringify(res.body.cohorts)} want ${JSON.stringify(want)}`).to.deep.equal(want);
+          }
+        }
+      }),
+      { numRuns: Number(process.env.RETENTION_RUNS ?? 12), seed: Number(process.env.RETENTION_SEED ?? 2425), endOnFailure: true },
+    );
+  });
+
+  it('answers a 400 naming the problem', async () => {
+    const read = await svc.token(['events:read']);
+    const start = { filters: [{ key: 'event_name', operator: 'eq', value: 'a' }] };
+    const cases: [unknown, string][] = [
+      [{ start, periods: 53 }, 'periods'],
+      [{ start, periods: 0 }, 'periods'],
+      [{ start: { filters: [] } }, 'start.filters'],
+      [{}, 'start'],
+      [{ start, return: { filters: [] } }, 'return'],
+      [{ start, return: 'some' }, 'return'],
+      [{ start, period: 'year' }, 'period'],
+      [{ start: { filters: [{ key: 'event_name', operator: 'between', value: 'a' }] } }, 'start.filters[0].operator'],
+      [{ start, cohort: { answer: { question_id: 'q', operator: 'gte' } } }, 'cohort.answer.value'],
+    ];
+    for (const [body, path] of cases) {
+      const res = await retention(read, body);
+      expect(res.status, JSON.stringify(body)).to.equal(400);
+      expect(res.body.error.issues.map((i: Rec) => i.path), JSON.stringify(body)).to.include(path);
+    }
+  });
+});

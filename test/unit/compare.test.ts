@@ -1,0 +1,81 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { planComparisons } from '../../src/metrics/compare.ts';
+import { DomainError } from '../../src/errors.ts';
+import { bucketIndex, planHistogram, type MinInterval } from '../../src/query/histogram.ts';
+
+const us = (iso: string) => BigInt(Date.parse(iso)) * 1000n;
+const iso = (t: bigint) => new Date(Number(t / 1000n)).toISOString();
+
+describe('compare: comparison ranges and their aligned series', () => {
+  it('previous_period: the same length right before; same interval and bucket count', () => {
+    const main = { start: us('2024-03-01T00:00:00Z'), end: us('2024-03-31T00:00:00Z') - 1n };
+    const plan = planHistogram(main.start, main.end, 'day', 100);
+    const [c] = planComparisons('previous_period', main, [undefined, plan]);
+    expect(iso(c.range.start)).to.equal('2024-01-31T00:00:00.000Z');
+    expect(c.range.end).to.equal(main.start - 1n);
+    expect(c.plans[0]).to.equal(undefined);
+    expect(c.plans[1]!.starts.length).to.equal(plan.starts.length);
+    expect(c.plans[1]!.interval).to.equal(plan.interval);
+    expect(iso(c.plans[1]!.starts[1])).to.equal('2024-02-01T00:00:00.000Z');
+  });
+
+  it('previous_year: 12 calendar months earlier; a range with Feb 29 a year later is cut at its last bucket', () => {
+    const main = { start: us('2025-02-27T00:00:00Z'), end: us('2025-03-01T23:59:59.999Z') };
+    const plan = planHistogram(main.start, main.end, 'day', 100);
+    expect(plan.starts.length).to.equal(3);
+    const [c] = planComparisons('previous_year', main, [plan]);
+    expect(iso(c.range.start)).to.equal('2024-02-27T00:00:00.000Z');
+    // 2024-02-27 .. 2024-03-01 is 4 days: cut to the 3 buckets of the main series.
+    expect(iso(c.range.end)).to.equal('2024-02-29T23:59:59.999Z');
+    expect(c.plans[0]!.starts.map(iso)).to.deep.equal(['2024-02-27T00:00:00.000Z', '2024-02-28T00:00:00.000Z', '2024-02-29T00:00:00.000Z']);
+  });
+
+  it('explicit ranges: kept as given when they fit, a 400 naming compare[i] when they do not', () => {
+    const main = { start: us('2024-03-01T00:00:00Z'), end: us('2024-03-07T23:59:59Z') };
+    const plan = planHistogram(main.start, main.end, 'day', 7);
+    const fits = { start: us('2024-01-01T00:00:00Z'), end: us('2024-01-05T00:00:00Z') };
+    const tooLong = { start: us('2024-02-01T00:00:00Z'), end: us('2024-02-08T00:00:00Z') };
+    const [a] = planComparisons([fits], main, [plan]);
+    expect(a.range).to.deep.equal(fits);
+    expect(a.plans[0]!.starts.length).to.equal(7);
+    try {
+      planComparisons([fits, tooLong], main, [plan]);
+      expect.fail('a range of 8 days against 7 daily buckets must be refused');
+    } catch (e) {
+      expect(e).to.be.instanceOf(DomainError);
+      expect((e as DomainError).issues?.[0].path).to.equal('compare[1]');
+    }
+    // Without a date level any range fits.
+    expect(planComparisons([tooLong], main, [undefined])[0].range).to.deep.equal(tooLong);
+  });
+
+  it('previous_year before 1900 is a 400 naming compare', () => {
+    const main = { start: us('1900-06-01T00:00:00Z'), end: us('1900-06-02T00:00:00Z') };
+    expect(() => planComparisons('previous_year', main, [])).to.throw(DomainError);
+  });
+
+  it('property: every derived comparison has the main series shape and every instant of its range in a bucket', () => {
+    const base = us('2023-01-01T00:00:00Z');
+    fc.assert(fc.property(
+      fc.bigInt({ min: 0n, max: 800n * 86_400_000_000n }),
+      fc.bigInt({ min: 0n, max: 400n * 86_400_000_000n }),
+      fc.constantFrom<MinInterval>('hour', 'day', 'month'),
+      fc.integer({ min: 1, max: 100 }),
+      fc.constantFrom('previous_period' as const, 'previous_year' as const),
+      (offset, length, unit, buckets, spec) => {
+        const main = { start: base + offset, end: base + offset + length };
+        const plan = planHistogram(main.start, main.end, unit, buckets);
+        const [c] = planComparisons(spec, main, [plan]);
+        const p = c.plans[0]!;
+        expect(p.starts.length).to.equal(plan.starts.length);
+        expect(p.k).to.equal(plan.k);
+        expect(p.start).to.equal(c.range.start);
+        expect(c.range.end < p.boundary, "the range ends inside its series").to.equal(true);
+        expect(c.range.end >= c.range.start).to.equal(true);
+        expect(bucketIndex(p, c.range.end)).to.not.equal(null);
+        if (spec === 'previous_period' && unit !== 'month') expect(c.range.end - c.range.start).to.equal(main.end - main.start);
+      },
+    ), { numRuns: 300 });
+  });
+});
