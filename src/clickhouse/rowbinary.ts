@@ -23,6 +23,11 @@ export class RowBinaryWriter {
     return this.at;
   }
 
+  /** Starts over, keeping the buffer: a writer reused for every request allocates only the copy `finish` makes. */
+  reset(): void {
+    this.at = 0;
+  }
+
   /** The bytes written so far (a copy of exactly that size: the writer's buffer may be larger). */
   finish(): Buffer {
     return Buffer.from(this.buf.subarray(0, this.at));

@@ -11,7 +11,7 @@
  * holds the two to agreeing: the walk accepts exactly the batches the schema accepts, and its
  * rows are the rows toEventRows makes of the schema's output.
  */
-import { randomFillSync } from 'node:crypto';
+import { hash, randomFillSync } from 'node:crypto';
 import { parse as parseUuid, stringify as stringifyUuid } from 'uuid';
 import { claimKey, type ClaimKey } from '../claims/claims.ts';
 import { charCount } from '../chars.ts';
@@ -24,6 +24,12 @@ import { COPILOT_EVENT_NAMES, MAX_CHARS, MAX_EVENTS_PER_REQUEST, MAX_PROPERTIES_
 export function messageKey(orgId: string, messageId: string): ClaimKey {
   return claimKey(orgId.toLowerCase(), messageId);
 }
+
+/**
+ * The rows of every request are written into this one buffer, then copied out at their size: the
+ * walk never awaits, so no two requests share it at once.
+ */
+const scratch = new RowBinaryWriter(1 << 16);
 
 /**
  * One request's rows as the group committer carries them: the RowBinary rows and, when some row
@@ -145,7 +151,9 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     ids[16 * i + 6] = (ids[16 * i + 6] & 0x0f) | 0x40;
     ids[16 * i + 8] = (ids[16 * i + 8] & 0x3f) | 0x80;
   }
-  const w = new RowBinaryWriter(256 * n);
+  const w = scratch;
+  w.reset();
+  const keyPrefix = orgId.toLowerCase() + ':';
   const offsets = new Uint32Array(n + 1);
   let keys: (Buffer | undefined)[] | undefined;
 
@@ -174,7 +182,8 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     w.string(messageId);
     if (messageId === '') w.bytes(NO_KEY);
     else {
-      const key = messageKey(orgId, messageId);
+      // messageKey(orgId, messageId), its prefix lower-cased once per request.
+      const key = hash('md5', keyPrefix + messageId, 'buffer');
       w.bytes(key);
       (keys ??= new Array<Buffer | undefined>(n).fill(undefined))[seq] = key;
     }
