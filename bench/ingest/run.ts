@@ -368,6 +368,16 @@ function evaluateTargets(phases: PhaseResult[], ratios: IngestResult['ratios'], 
   if (closed) {
     out.push({ target: `closed loop (max throughput) >= ${TARGETS.eventsPerSecond.toLocaleString('en-US')} events/s`, value: round(closed.load.events_per_s, 0), ok: closed.load.events_per_s >= TARGETS.eventsPerSecond });
   }
+  if (closed && closed.cpu_us_per_event.service !== undefined && closed.cpu_us_per_event.engine !== undefined) {
+    const big = (closed.rows_per_insert ?? 0) >= 3000;
+    out.push({ target: `closed loop: service <= 12 µs of CPU per event${big ? '' : ' (INSERTs under 3,000 rows: not judged)'}`, value: closed.cpu_us_per_event.service, ok: big ? closed.cpu_us_per_event.service <= 12 : undefined });
+    out.push({ target: `closed loop: engine <= 20 µs of CPU per event at >= 3,000 rows per INSERT`, value: closed.cpu_us_per_event.engine, ok: big ? closed.cpu_us_per_event.engine <= 20 : undefined });
+  }
+  if (opts.openShare && closed) {
+    for (const open of opens) {
+      out.push({ target: `open loop at ${opts.openShare} x the closed loop's rate: p99 <= ${TARGETS.p99Ms} ms, no errors`, value: round(open.load.latency_ms.p99, 1), ok: open.load.latency_ms.p99 <= TARGETS.p99Ms && failures(open) === 0 });
+    }
+  }
   if (ratios.closed_vs_closed_noid !== undefined) {
     out.push({ target: 'closed loop with message_id on every event / without (price of exactly-once) >= 0.9', value: ratios.closed_vs_closed_noid, ok: ratios.closed_vs_closed_noid >= 0.9 });
   }
