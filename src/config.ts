@@ -199,6 +199,6 @@ export const CONFIG_KEYS: ReadonlyArray<[string, string, string]> = [
   ['MAX_CONNECTIONS', '(derived)', 'open client connections at once (more are closed at accept); default: the open-file limit minus a reserve'],
   ['LOG_LEVEL', 'info', 'debug, info, warn, error or silent'],
   ['TOKEN_CACHE_TTL_MS', '5000', 'token lookups (known and unknown) are cached this long: a revoked token stops working within it; 0 = no cache'],
-  ['CLAIM_FILTER_MAX_BYTES', '268435456', 'memory of each in-memory claim filter (message ids, Idempotency-Keys; 6 bytes per key); past it more keys are looked up in the engine; 0 = every key'],
+  ['CLAIM_FILTER_MAX_BYTES', '268435456', 'memory of each in-memory claim filter (message ids, Idempotency-Keys, survey-response ids; 6 bytes per key); past it more keys are looked up in the engine; 0 = every key'],
   ['TOKEN_MAX_CONCURRENT_LOOKUPS', '16', 'token lookups sent to the engine at once; past it, a request with a token not in the cache gets 503 + Retry-After'],
 ];

@@ -3,13 +3,21 @@
  * column list, no names, no separators), for the write paths that build their rows themselves.
  * @clickhouse/client has no RowBinary insert; the bytes go through `client.exec` as they are.
  *
- * Encodings (ClickHouse docs, "RowBinary"): String = unsigned LEB128 byte length + UTF-8 bytes;
- * FixedString(N) = N bytes; UInt8/UInt16/Int64 = little endian; DateTime64(3) = Int64 ticks (ms);
- * UUID = its two 64-bit halves, each little endian (the textual first half first).
- * LowCardinality(String) is written as String.
+ * Encodings (ClickHouse docs, "RowBinary"): String = unsigned LEB128 byte length + UTF-8 bytes
+ * (LowCardinality(String) too); Array = LEB128 length + the elements; Nullable = one byte (1: NULL)
+ * then the value when not NULL; Bool/UInt8/Enum8 = one byte; Int64 and Float64 = 8 bytes, little
+ * endian; UInt16 = 2 bytes little endian; FixedString(N) = N bytes; DateTime64(P) = Int64 ticks
+ * of 10^-P s; UUID = its two 64-bit halves, each little endian (the textual first half first).
  */
 
 const MIN_CAPACITY = 4096;
+
+/** Position in a UUID text of the first digit of byte i (0..15). */
+const DIGIT_AT = Array.from({ length: 16 }, (_, i) => 2 * i + (i >= 4 ? 1 : 0) + (i >= 6 ? 1 : 0) + (i >= 8 ? 1 : 0) + (i >= 10 ? 1 : 0));
+/** A hex digit's value by its char code. */
+const HEX = new Uint8Array(128);
+for (let d = 0; d < 10; d++) HEX[48 + d] = d;
+for (let d = 0; d < 6; d++) HEX[65 + d] = HEX[97 + d] = 10 + d;
 
 export class RowBinaryWriter {
   private buf: Buffer;
@@ -23,14 +31,19 @@ export class RowBinaryWriter {
     return this.at;
   }
 
-  /** Starts over, keeping the buffer: a writer reused for every request allocates only the copy `finish` makes. */
-  reset(): void {
-    this.at = 0;
+  /** The bytes written so far (a view of the writer's buffer: write nothing more after it). */
+  finish(): Buffer {
+    return this.buf.subarray(0, this.at);
   }
 
-  /** The bytes written so far (a copy of exactly that size: the writer's buffer may be larger). */
-  finish(): Buffer {
+  /** The bytes written so far, copied out at their size: for a writer reused with `reset`. */
+  copyOut(): Buffer {
     return Buffer.from(this.buf.subarray(0, this.at));
+  }
+
+  /** Starts over, keeping the buffer: a writer reused for every request allocates only what `copyOut` copies. */
+  reset(): void {
+    this.at = 0;
   }
 
   private room(bytes: number): void {
@@ -53,22 +66,17 @@ export class RowBinaryWriter {
     this.at += 2;
   }
 
-  /** Int64 of a safe integer (milliseconds, counts). */
-  int64(n: number): void {
+  /** DateTime64(3) of epoch milliseconds (a safe integer): Int64 little endian, without a bigint. */
+  dateTime64ms(ms: number): void {
     this.room(8);
-    const low = n % 4294967296;
+    const low = ms % 4294967296;
     const lowU = low < 0 ? low + 4294967296 : low;
     this.buf.writeUInt32LE(lowU, this.at);
-    this.buf.writeInt32LE((n - lowU) / 4294967296, this.at + 4);
+    this.buf.writeInt32LE((ms - lowU) / 4294967296, this.at + 4);
     this.at += 8;
   }
 
-  /** DateTime64(3): milliseconds since the epoch. */
-  dateTime64ms(ms: number): void {
-    this.int64(ms);
-  }
-
-  /** Raw bytes (FixedString, or a UUID already in wire order). */
+  /** Raw bytes (a FixedString). */
   bytes(b: Uint8Array, from = 0, to = b.length): void {
     const n = to - from;
     this.room(n);
@@ -76,8 +84,8 @@ export class RowBinaryWriter {
     this.at += n;
   }
 
-  /** A UUID from its RFC 9562 bytes (as `uuid`'s parse or randomFillSync give them). */
-  uuid(b: Uint8Array, from = 0): void {
+  /** A UUID from its RFC 9562 bytes (as `uuid`'s parse or a random fill give them). */
+  uuidBytes(b: Uint8Array, from = 0): void {
     this.room(16);
     const out = this.buf;
     for (let i = 0; i < 8; i++) out[this.at + i] = b[from + 7 - i];
@@ -88,6 +96,41 @@ export class RowBinaryWriter {
   /** An empty String (one byte). */
   empty(): void {
     this.uint8(0);
+  }
+
+  /** Bool (one byte, 0 or 1). */
+  bool(b: boolean): void {
+    this.uint8(b ? 1 : 0);
+  }
+
+  /** An unsigned LEB128 length (of a String or an Array). */
+  varint(n: number): void {
+    this.room(10);
+    this.at = writeVarint(this.buf, this.at, n);
+  }
+
+  /** Int64 of a bigint. */
+  int64(n: bigint): void {
+    this.room(8);
+    this.buf.writeBigInt64LE(n, this.at);
+    this.at += 8;
+  }
+
+  float64(n: number): void {
+    this.room(8);
+    this.buf.writeDoubleLE(n, this.at);
+    this.at += 8;
+  }
+
+  /** A UUID from its text (8-4-4-4-12 hex digits, any case, validated before). */
+  uuid(text: string): void {
+    this.room(16);
+    // The 32 digits' positions in the text; each 8-byte half little endian: its last byte first.
+    for (let i = 0; i < 16; i++) {
+      const at = DIGIT_AT[i < 8 ? 7 - i : 23 - i];
+      this.buf[this.at + i] = (HEX[text.charCodeAt(at)] << 4) | HEX[text.charCodeAt(at + 1)];
+    }
+    this.at += 16;
   }
 
   /**
@@ -136,14 +179,12 @@ export class RowBinaryReader {
   uint8(): number {
     return this.buf[this.at++];
   }
+  bool(): boolean {
+    return this.uint8() !== 0;
+  }
   uint16(): number {
     const n = this.buf.readUInt16LE(this.at);
     this.at += 2;
-    return n;
-  }
-  int64(): number {
-    const n = Number(this.buf.readBigInt64LE(this.at));
-    this.at += 8;
     return n;
   }
   bytes(n: number): Buffer {
@@ -151,20 +192,36 @@ export class RowBinaryReader {
     this.at += n;
     return b;
   }
-  uuid(): string {
-    const b = this.bytes(16);
-    const hex = Buffer.concat([Buffer.from(b.subarray(0, 8)).reverse(), Buffer.from(b.subarray(8, 16)).reverse()]).toString('hex');
-    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
-  }
-  string(): string {
+  varint(): number {
     let n = 0;
     let shift = 1;
     for (;;) {
       const b = this.buf[this.at++];
       n += (b & 0x7f) * shift;
-      if (b < 0x80) break;
+      if (b < 0x80) return n;
       shift *= 128;
     }
-    return this.bytes(n).toString('utf8');
+  }
+  int64(): bigint {
+    const n = this.buf.readBigInt64LE(this.at);
+    this.at += 8;
+    return n;
+  }
+  float64(): number {
+    const n = this.buf.readDoubleLE(this.at);
+    this.at += 8;
+    return n;
+  }
+  uuid(): string {
+    const b = this.buf.subarray(this.at, this.at + 16);
+    this.at += 16;
+    const hex = Buffer.concat([Buffer.from(b.subarray(0, 8)).reverse(), Buffer.from(b.subarray(8, 16)).reverse()]).toString('hex');
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  }
+  string(): string {
+    const n = this.varint();
+    const s = this.buf.toString('utf8', this.at, this.at + n);
+    this.at += n;
+    return s;
   }
 }

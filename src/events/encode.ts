@@ -165,18 +165,18 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     if (type !== 'identify' && type !== 'track' && type !== 'group.assign' && type !== 'group.unassign' && type !== 'page' && type !== 'screen' && type !== 'copilot') {
       throw notPlain;
     }
-    w.uuid(org);
+    w.uuidBytes(org);
     w.string(type);
     w.uint16(seq);
-    w.uuid(ids, 32 * seq);
+    w.uuidBytes(ids, 32 * seq);
     w.dateTime64ms(received);
     w.dateTime64ms(eventTime(item.timestamp, received, check));
 
     const alias = optional(item.user_alias, MAX_CHARS.user_alias, check);
     w.string(alias);
     w.uint8(alias === '' ? 1 : 0);
-    if (alias === '') w.uuid(ids, 32 * seq + 16);
-    else w.uuid(userIdBytes(orgId, alias));
+    if (alias === '') w.uuidBytes(ids, 32 * seq + 16);
+    else w.uuidBytes(userIdBytes(orgId, alias));
 
     const messageId = optional(item.message_id, MAX_CHARS.message_id, check);
     w.string(messageId);
@@ -209,13 +209,13 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     switch (type) {
       case 'identify':
         w.empty();
-        w.uuid(NIL);
+        w.uuidBytes(NIL);
         empties(w, 2);
         empties(w, 9);
         break;
       case 'track':
         w.string(required(item.event_name, MAX_CHARS.event_name, check));
-        w.uuid(NIL);
+        w.uuidBytes(NIL);
         empties(w, 11);
         break;
       case 'group.assign':
@@ -223,7 +223,7 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
         w.empty();
         const groupType = optional(item.group_type, MAX_CHARS.group_type, check);
         const groupName = required(item.group_name, MAX_CHARS.group_name, check);
-        w.uuid(groupIdBytes(orgId, groupType, groupName));
+        w.uuidBytes(groupIdBytes(orgId, groupType, groupName));
         w.string(groupType);
         w.string(groupName);
         empties(w, 9);
@@ -231,14 +231,14 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
       }
       case 'page':
         w.empty();
-        w.uuid(NIL);
+        w.uuidBytes(NIL);
         empties(w, 2);
         w.string(required(item.url, MAX_CHARS.url, check));
         empties(w, 8);
         break;
       case 'screen':
         w.empty();
-        w.uuid(NIL);
+        w.uuidBytes(NIL);
         empties(w, 3);
         w.string(required(item.screen_name, MAX_CHARS.screen_name, check));
         empties(w, 7);
@@ -247,7 +247,7 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
         const name = item.event_name;
         if (typeof name !== 'string' || !COPILOT_NAMES.has(name)) throw notPlain;
         w.string(name);
-        w.uuid(NIL);
+        w.uuidBytes(NIL);
         empties(w, 4);
         w.string(required(item.agent_id, MAX_CHARS.agent_id, check));
         const conversation = name !== 'service_copilot_conversion';
@@ -263,7 +263,7 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     }
   }
   offsets[n] = w.length;
-  const body = w.finish();
+  const body = w.copyOut();
   if (!keys) return new EventChunk(orgId, body, n);
   const eventIds = Buffer.allocUnsafe(16 * n);
   for (let i = 0; i < n; i++) ids.copy(eventIds, 16 * i, 32 * i, 32 * i + 16);

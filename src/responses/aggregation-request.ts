@@ -55,11 +55,18 @@ function mainRange(scope: Scope): MicrosRange {
 /** The rows of every period, and the releases in the union of their date levels' ranges. */
 export async function runAggregationRequest(run: RunQuery, scope: Scope, request: AggregationRequest, options: ReadOptions = {}): Promise<RequestRows> {
   const { rules, metrics = [] } = request;
+  const fresh = options.fresh ?? run;
+  // With both range ends the series come from the range alone (no data bounds to read): the
+  // releases are then read beside the periods, not after them.
+  const ranged = scope.range?.start !== undefined && scope.range?.end !== undefined;
   let periods: Promise<PeriodRows>[];
-  if (!request.compare) periods = [runAggregation(run, scope, rules, { ...options, metrics })];
-  else {
+  let releases: Promise<Release[]> | undefined;
+  if (!request.compare) {
+    const plans = ranged ? planLevels(rules, scope.range, {}) : undefined;
+    periods = [runAggregation(run, scope, rules, { ...options, metrics, plans })];
+    if (plans) releases = releasesForSeries(fresh, scope.orgId, scope.range, plans);
+  } else {
     const range = mainRange(scope);
-    // With both range ends the series come from the range alone (no data bounds to read).
     const plans = planLevels(rules, scope.range, {});
     const comparisons = planComparisons(request.compare, range, plans);
     periods = [
@@ -69,12 +76,13 @@ export async function runAggregationRequest(run: RunQuery, scope: Scope, request
         return runAggregation(run, shifted, rules, { ...options, metrics, plans: c.plans }).then((p) => ({ ...p, range: c.range }));
       }),
     ];
+    // Releases of every date level of every period, in one read.
+    releases = releasesForSeries(fresh, scope.orgId, scope.range, [...plans, ...comparisons.flatMap((c) => c.plans)], 1 + comparisons.length);
   }
   const [main, ...comparisons] = await Promise.all(periods);
-  // Releases of every date level of every period, in one read.
-  const plans = [main, ...comparisons].flatMap((p) => p.plans);
-  const releases = await releasesForSeries(options.fresh ?? run, scope.orgId, scope.range, plans, 1 + comparisons.length);
-  return { main, comparisons, releases };
+  // A series bounded by the data: its plans are known now (releasesForSeries reads none without a range).
+  const found = await (releases ?? releasesForSeries(fresh, scope.orgId, scope.range, main.plans));
+  return { main, comparisons, releases: found };
 }
 
 /** The rows -> the answer: the main tree, then each comparison's with the change of every metric. */

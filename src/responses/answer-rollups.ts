@@ -45,22 +45,32 @@ export function answerGroupsSql(scope: Scope, w: RollupWindow, bag: ParamBag): s
   const found = answerGroupFilter(scope)!;
   const q = bag.add(found.answer.question, 'String');
   const value = bag.add(found.answer.values[0], 'String');
-  // Only the entries of that answer are expanded; each array is filtered alike (as rollupAnswersSql).
+  // Only the entries of that answer are expanded; each array is filtered alike by one mask of the
+  // entries, computed once per row (the strings compared once, not once per array), and passed as
+  // an argument rather than captured (a captured column is copied once per element).
   // Score arrays are padded to the entries: a row without them counts no score and is flagged by answersCompleteSql.
-  const only = (column: string) => `arrayFilter((x, q, v) -> q = ${q} AND v = ${value}, ${column}, a_question_id, a_value)`;
+  const mask = `arrayMap((q, v) -> q = ${q} AND v = ${value}, a_question_id, a_value)`;
+  let first = true;
+  const only = (column: string) => {
+    const m = first ? `(${mask} AS answer_mask)` : 'answer_mask';
+    first = false;
+    return `arrayFilter((x, m) -> m, ${column}, ${m})`;
+  };
   const padded = (column: string) => only(`arrayResize(${column}, length(a_question_id))`);
   const arrays = [
     `${only('a_channel_id')} AS channel_id`, `${only('a_completion')} AS completion`, `${only('a_end_reason')} AS end_reason`,
     `${only('a_language')} AS language`, `${padded('a_support')} AS hf_support`, `${only('a_responses')} AS x_rows`,
     `${padded('a_nps')} AS x_nps`, `${padded('a_csat')} AS x_csat`, `${padded('a_ces')} AS x_ces`,
   ];
-  const rows = rollupRowsSql({ ...scope, filters: found.dimensions }, w, bag, arrays.join(', '));
+  // Slice rows without the question hold none of its groups: skipped before their arrays are filtered.
+  const rows = `${rollupRowsSql({ ...scope, filters: found.dimensions }, w, bag, arrays.join(', '))} AND has(a_question_id, ${q})`;
   return `SELECT survey_id, start AS created_at, channel_id, completion, end_reason, language, hf_support, x_rows, x_nps, x_csat, x_ces ${rows}`;
 }
 
-/** A scalar: 1 when every slice row of the window holds its score arrays (schema/110), else 0. */
+/** A scalar: 1 when every slice row of the window holding the question holds its score arrays (schema/110), else 0. */
 export function answersCompleteSql(scope: Scope, w: RollupWindow, bag: ParamBag): string {
-  return `(SELECT countIf(length(a_nps) != length(a_question_id)) = 0 ${rollupRowsSql({ ...scope, filters: [] }, w, bag)})`;
+  const q = bag.add(answerGroupFilter(scope)!.answer.question, 'String');
+  return `(SELECT countIf(length(a_nps) != length(a_question_id)) = 0 ${rollupRowsSql({ ...scope, filters: [] }, w, bag)} AND has(a_question_id, ${q}))`;
 }
 
 /** The column carrying answersCompleteSql, for a query of a scope the answer groups serve ('' otherwise). */

@@ -1,15 +1,50 @@
 /**
  * The identity of a response (its survey_id and created_at, fixed by its first write), kept in
- * the narrow key table `survey_response_ids` (schema/030): point lookups by (org_id, id), so a
- * write batch costs in proportion to its ids, not to the organization.
+ * the narrow key table `survey_response_ids` (schema/030) and decided by the rule of the claims
+ * module (src/claims/claims.ts): of several claims of one id, the first committed wins.
+ *
+ * A write batch (`agree`), on one server:
+ *   1. asks the process's claim view about its ids: an id the view does not hold was never
+ *      claimed up to the view's watermark (certain), so only the others (upserts, and the view's
+ *      false positives) are looked up, by (org_id, id), one point read each;
+ *   2. refuses a record that moves a response to another survey (a 400, nothing written);
+ *   3. claims the ids found nowhere, each with its first record's identity and the batch's claim
+ *      UUID (schema/070), adding them to the view first;
+ *   4. advances the view: reads the claims other writers committed after the watermark of step 1
+ *      (by block number, never by key). An id of its own claimed there too was claimed by two
+ *      writers at once: it is looked up, and whoever committed first gives the identity both use.
+ * With one writer, step 1 reads only the upserts and step 4 only the block number of its own part.
+ * Cluster mode (no view: block numbers are per shard): every id is looked up, the new ones claimed
+ * and read back.
+ *
+ * Memory: the view's filter, about 6 bytes per claimed id (CLAIM_FILTER_MAX_BYTES caps it; past
+ * it more ids are looked up, never fewer).
  */
 import type { ClickHouseClient } from '@clickhouse/client';
+import { randomUUID } from 'node:crypto';
+import { claimKey, ClaimView, type ClaimTable, type ClaimViewOptions } from '../claims/claims.ts';
 import { QUERY_SETTINGS } from './compile.ts';
 
 export interface Identity {
   survey_id: string;
   /** DateTime64(6) text. */
   created_at: string;
+}
+
+/** Response-id claims: survey_response_ids, keyed by MD5 of `org_id:id` (claimKey), computed where read. */
+export const RESPONSE_ID_CLAIMS: ClaimTable = {
+  table: 'survey_response_ids',
+  key: "MD5(concat(toString(org_id), ':', toString(id)))",
+  isClaim: '1',
+  // Identities never expire: no window, one generation of the filter.
+  claimedAt: "toDateTime64(0, 3, 'UTC')",
+  rowId: 'claim',
+  scope: 'org_id',
+};
+
+/** The claim view of response ids (one per process: every write batch shares it). */
+export function responseIdView(options: ClaimViewOptions): ClaimView {
+  return new ClaimView(RESPONSE_ID_CLAIMS, options);
 }
 
 /**
@@ -33,16 +68,45 @@ export async function storedIdentities(client: ClickHouseClient, orgId: string, 
 }
 
 /**
- * Claims the identities of ids seen for the first time, then reads them back: the answer is the
- * identity every writer of those ids agrees on, which is not this claim when another process
- * committed a claim of the same id first.
+ * Steps 1-4 of the header for the batch's ids (lower case, each with its first record's identity):
+ * the identity every writer of them agrees on. `checkMoves` sees the identities known before
+ * anything is claimed, and throws to refuse the batch.
  */
-export async function claimIdentities(client: ClickHouseClient, orgId: string, claims: ReadonlyMap<string, Identity>): Promise<Map<string, Identity>> {
-  if (claims.size === 0) return new Map();
+export async function agree(
+  client: ClickHouseClient,
+  view: ClaimView,
+  orgId: string,
+  wanted: ReadonlyMap<string, Identity>,
+  checkMoves: (known: ReadonlyMap<string, Identity>) => void,
+): Promise<Map<string, Identity>> {
+  const org = orgId.toLowerCase();
+  const ordered = view.ordered;
+  if (ordered) await view.ready(client);
+  const from = view.watermark;
+  const keys = new Map([...wanted.keys()].map((id) => [id, claimKey(org, id)]));
+  const maybe = ordered ? [...wanted.keys()].filter((id) => view.mayHold(keys.get(id)!)) : [...wanted.keys()];
+  const known = await storedIdentities(client, orgId, maybe);
+  const claims = new Map([...wanted].filter(([id]) => !known.has(id)));
+  checkMoves(new Map([...known, ...claims]));
+  if (claims.size === 0) return known;
+  const claim = randomUUID();
+  if (ordered) for (const id of claims.keys()) view.add(keys.get(id)!, 0);
   await client.insert({
     table: 'survey_response_ids',
-    values: [...claims].map(([id, c]) => ({ org_id: orgId, id, survey_id: c.survey_id, created_at: c.created_at })),
+    values: [...claims].map(([id, c]) => ({ org_id: orgId, id, survey_id: c.survey_id, created_at: c.created_at, claim })),
     format: 'JSONEachRow',
   });
-  return storedIdentities(client, orgId, [...claims.keys()]);
+  if (!ordered) {
+    for (const [id, identity] of await storedIdentities(client, orgId, [...claims.keys()])) known.set(id, identity);
+    return known;
+  }
+  const { own, others } = await view.advance(client, [claim], from);
+  // The batch's own part is read after its commit; not finding it means something deleted its
+  // claims meanwhile, and the order against other writers is unknown: a 503, the retry decides afresh.
+  if (!own.has(claim)) throw new Error('response identities: the batch could not find its own claims after its INSERT');
+  const byKey = new Map([...keys].map(([id, key]) => [key.toString('latin1'), id]));
+  const contested = [...new Set(others.map((c) => byKey.get(c.key.toString('latin1'))).filter((id): id is string => id !== undefined && claims.has(id)))];
+  const first = await storedIdentities(client, orgId, contested);
+  for (const [id, identity] of claims) known.set(id, first.get(id) ?? identity);
+  return known;
 }

@@ -18,6 +18,7 @@ import { maxChars } from '../chars.ts';
 import { invalid, toIssues, type Issue } from '../errors.ts';
 import { formatApi, parseIsoMicros } from '../time/iso.ts';
 import { COMPLETION_VALUES, scalarAsNumber } from './filters.ts';
+import { fastParseBatch } from './record-fast.ts';
 
 export const MAX_BATCH = 1000;
 
@@ -165,9 +166,15 @@ export const responseBatchSchema = v.pipe(
 
 /**
  * Parses a batch or throws one 400 naming every bad record by index and field, including records
- * whose `org_id` names another organization than the token's. All or nothing.
+ * whose `org_id` names another organization than the token's. All or nothing. The fast path
+ * (record-fast.ts) answers the batches the schema accepts; every other goes through the schema.
  */
 export function parseResponseBatch(body: unknown, orgId: string): ResponseRecord[] {
+  return fastParseBatch(body, orgId) ?? parseWithSchema(body, orgId);
+}
+
+/** parseResponseBatch through the schema alone (the reference of the fast path's property test). */
+export function parseWithSchema(body: unknown, orgId: string): ResponseRecord[] {
   const result = v.safeParse(responseBatchSchema, body, { abortEarly: false });
   const issues: Issue[] = result.success ? [] : toIssues(result.issues).map((issue, i) => {
     // valibot words a missing member as "Invalid key: Expected "x" but received undefined".
@@ -225,7 +232,7 @@ export interface ResponseRow {
   doc: string;
 }
 
-const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** `2024-01-02T03:04:05.123456Z` (the parsed form) -> `2024-01-02 03:04:05.123456` (DateTime64(6)). */
 export function apiToDb(api: string): string {

@@ -18,6 +18,8 @@ import { CSV_COLUMNS, exportResponses } from './export.ts';
 import { EXPORT_CONTENT_TYPE, exportFormatOf } from '../query/export.ts';
 import { RollupMaintainer } from './rollups/maintainer.ts';
 import { insertResponses } from './store.ts';
+import { responseIdView } from './identity.ts';
+import type { ClaimView } from '../claims/claims.ts';
 import { Tombstones } from './tombstones.ts';
 import { ResponseDeleter } from './delete.ts';
 import { summarize } from './summary.ts';
@@ -60,6 +62,9 @@ export function responsesFeature(deps: AppDeps): Feature {
   const keys = new IdempotencyStore(client, () => deps.db.cluster !== undefined);
   const rollups = new RollupMaintainer(client, deps.log);
   const tombstones = new Tombstones(client);
+  // Made at the first write (the route table is built without a database); it reads the claimed ids then.
+  let claimView: ClaimView | undefined;
+  const claims = () => (claimView ??= responseIdView({ maxBytes: deps.config.claimFilterMaxBytes, clustered: deps.db.cluster !== undefined }));
   const deleter = new ResponseDeleter(() => deps.db, rollups, tombstones, deps.log);
   return {
     routes: [
@@ -75,7 +80,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         body: { schema: responseBatchSchema, parse: (raw, auth) => parseResponseBatch(raw, auth.orgId), limitBytes, example: [EXAMPLE_RECORD] },
         success: { status: 200, description: 'Stored (inserted or replaced)', schema: writeResultSchema, example: { count: 1 } },
         errors: [400, 401, 403, 409, 413, 415, 429, 503],
-        handler: idempotent(keys, 'writeSurveyResponses', 200, async ({ auth, body }) => ({ count: await insertResponses(deps.db, auth.orgId, body, { rollups, tombstones }) })),
+        handler: idempotent(keys, 'writeSurveyResponses', 200, async ({ auth, body }) => ({ count: await insertResponses(deps.db, auth.orgId, body, { rollups, tombstones, claims: claims() }) })),
       }),
       defineRoute({
         operationId: 'deleteSurveyResponse',

@@ -8,18 +8,20 @@
  *   (column and doc) with the stored created_at, so ordering, range filters and the returned
  *   record agree and no second row appears.
  * - survey_id: a response cannot move to another survey; such a record is a 400.
- * Identities live in the narrow key table survey_response_ids (identity.ts, schema/030): one
- * point lookup per batch, whose cost follows the batch, not the org. Ids seen for the first time
- * are claimed there before the rows are written, and read back: with several service processes
- * on one database, two first writes of one id both end on the first committed claim, so they
- * store one row. Within a process, a lock per (org, id) orders batches that share ids (so they do
+ * Identities live in the narrow key table survey_response_ids (identity.ts, schema/030) and
+ * follow the claims rule (src/claims/): ids seen for the first time are claimed there before the
+ * rows are written, and with several service processes on one database, two first writes of one
+ * id both end on the first committed claim, so they store one row. Only ids the process's claim
+ * view may hold (upserts) are looked up. Within a process, a lock per (org, id) orders batches that share ids (so they do
  * not even race for a claim); batches with disjoint ids do not wait for each other.
  * A claimed identity stays when the write after it fails (a 503, or a 400 because a concurrent
  * writer claimed the id for another survey): a retry of the same records finds it and agrees.
  */
 import { invalid, type Issue } from '../errors.ts';
-import { claimIdentities, storedIdentities, type Identity } from './identity.ts';
-import { apiToDb, toResponseRow, type ResponseRecord } from './record.ts';
+import { agree, type Identity } from './identity.ts';
+import type { ClaimView } from '../claims/claims.ts';
+import { apiToDb, type ResponseRecord } from './record.ts';
+import { encodeResponses, insertEncoded } from './encode.ts';
 import { dbToApi } from '../time/iso.ts';
 import type { RollupMaintainer } from './rollups/maintainer.ts';
 import type { Database } from '../clickhouse/connection.ts';
@@ -52,10 +54,12 @@ export async function withIdLocks<T>(keys: readonly string[], fn: () => Promise<
   }
 }
 
-/** What a write needs besides the database: the rollup maintenance and the tombstones in memory. */
+/** What a write needs besides the database: the rollup maintenance, the tombstones and the claimed ids in memory. */
 export interface WriteDeps {
   rollups: RollupMaintainer;
   tombstones: Tombstones;
+  /** The process's view of claimed response ids (identity.ts). */
+  claims: ClaimView;
 }
 
 /**
@@ -74,39 +78,32 @@ export async function insertResponses(db: Database, orgId: string, batch: readon
     const records = batch.filter((r) => notDeleted(r, tombstones.get(r.id.toLowerCase())));
     if (records.length === 0) return 0;
     const ids = [...new Set(records.map((r) => r.id.toLowerCase()))];
-    const known = await storedIdentities(client, orgId, ids);
-    // First sightings: the first record of each new id claims its identity for the batch.
-    const claims = new Map<string, Identity>();
-    for (const record of records) {
-      const id = record.id.toLowerCase();
-      if (!known.has(id) && !claims.has(id)) claims.set(id, { survey_id: record.survey_id.toLowerCase(), created_at: apiToDb(record.created_at) });
-    }
+    // The identity of each id (identity.ts): the first record of a new id claims it for the batch.
     // A record that moves a response to another survey (a stored one, or one claimed earlier in
     // the batch) is refused before anything, even a claim, is written.
-    throwSurveyMoves(records, new Map([...known, ...claims]));
-    for (const [id, identity] of await claimIdentities(client, orgId, claims)) known.set(id, identity);
+    const wanted = new Map<string, Identity>();
+    for (const record of records) {
+      const id = record.id.toLowerCase();
+      if (!wanted.has(id)) wanted.set(id, { survey_id: record.survey_id.toLowerCase(), created_at: apiToDb(record.created_at) });
+    }
+    const known = await agree(client, deps.claims, orgId, wanted, (before) => throwSurveyMoves(records, before));
     // Again with the agreed identities: only a concurrent writer that claimed an id first, for
     // another survey, fails here.
     throwSurveyMoves(records, known);
-    const rows = records.map((record) => {
+    // The records as stored: created_at fixed to the id's identity (column and doc alike).
+    const stored = records.map((record) => {
       const identity = known.get(record.id.toLowerCase())!;
-      const fixed = identity.created_at === apiToDb(record.created_at) ? record : { ...record, created_at: dbToApi(identity.created_at) };
-      return toResponseRow(fixed, orgId);
+      return identity.created_at === apiToDb(record.created_at) ? record : { ...record, created_at: dbToApi(identity.created_at) };
     });
-    // The rollup slices of the rows as stored (created_at fixed above) are marked pending before
-    // the write and recomputed after it, off the write's path (rollups/maintainer.ts): readers
-    // take marked slices from the raw table, so the answers after the 200 are exact either way.
+    const rows = stored.map((r) => ({ id: r.id, survey_id: r.survey_id, created_at: apiToDb(r.created_at) }));
+    const body = encodeResponses(stored, orgId);
+    // The rollup slices of the rows as stored are marked pending before the write and recomputed
+    // after it, off the write's path (rollups/maintainer.ts): readers take marked slices from the
+    // raw table, so the answers after the 200 are exact either way.
     const slices = hourSlicesOf(rows);
     await rollups.mark(org, slices);
     try {
-      await client.insert({
-        table: 'survey_responses',
-        values: rows,
-        format: 'JSONEachRow',
-        // One part per week touched (schema/004 partitions by week): a batch of up to 1000
-        // records spread over years would pass the default limit of 100 partitions.
-        clickhouse_settings: { max_partitions_per_insert_block: '1000' },
-      });
+      await insertEncoded(client, body);
     } finally {
       rollups.written(org, slices);
     }

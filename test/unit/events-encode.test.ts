@@ -22,7 +22,7 @@ function decode(chunk: EventChunk): (EventRow & { message_key: string })[] {
     const row: Record<string, unknown> = {};
     for (const column of EVENT_COLUMNS) {
       if (UUIDS.has(column)) row[column] = r.uuid();
-      else if (TIMES.has(column)) row[column] = formatDbDate(new Date(r.int64()));
+      else if (TIMES.has(column)) row[column] = formatDbDate(new Date(Number(r.int64())));
       else if (column === 'seq') row[column] = r.uint16();
       else if (column === 'anonymous') row[column] = r.uint8();
       else if (column === 'message_key') row[column] = r.bytes(16).toString('hex');

@@ -14,6 +14,10 @@
  * a stream of batches into the same hours recomputed the same slices once per batch. Here a
  * round covers every batch that arrived during the previous one.
  *
+ * Pacing: under a writer that never pauses, rounds would run back to back, each re-reading every
+ * slice written during the one before; the next round waits as long as the last one took, so a
+ * round covers the writes of twice its time and recomputes use at most half of it.
+ *
  * Correctness of the coalescing: a round snapshots the slices and their mark counts, then starts
  * the recompute, which reads survey_responses FINAL as of its start and so includes every write
  * in the snapshot (each was committed before it entered the snapshot). A write that commits
@@ -95,44 +99,45 @@ export class RollupMaintainer {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.running = this.rounds().then((ok) => {
+      const started = Date.now();
+      this.running = this.round().then((ok) => {
         this.running = undefined;
         if (!ok && this.closing) {
           // Shutting down with the engine failing: the marks stay (raw reads) until a rebuild.
           this.log.warn({ msg: 'rollup recompute abandoned at shutdown; run `tallyhouse rollups rebuild`', orgs: this.dirty.size });
           this.dirty.clear();
         }
-        if (this.dirty.size > 0) this.schedule(this.closing ? 0 : RETRY_MS);
+        // Paced: the next round waits as long as this one took (at least GATHER_MS), so that
+        // recomputes take at most half of the time of a writer that never pauses, each covering
+        // the writes of twice as long (a round's cost follows its slices, not their writes).
+        if (this.dirty.size > 0) this.schedule(this.closing ? 0 : ok ? Math.max(GATHER_MS, Date.now() - started) : RETRY_MS);
         else for (const wake of this.idleWaiters.splice(0)) wake();
       });
     }, delayMs);
     this.timer.unref();
   }
 
-  /** Rounds until nothing is queued (true) or a round fails (false: the slices wait RETRY_MS). */
-  private async rounds(): Promise<boolean> {
-    while (this.dirty.size > 0) {
-      const round = this.dirty;
-      this.dirty = new Map();
-      this.stats.rounds++;
-      let failed = false;
-      for (const [orgId, entries] of round) {
-        const list = [...entries.values()];
-        try {
-          const client = this.client();
-          await recomputeSlices(client, orgId, list.map((d) => d.slice));
-          await addMarks(client, orgId, list.map((d) => ({ slice: d.slice, marks: -d.marks })));
-          this.stats.recomputedSlices += list.length;
-        } catch (err) {
-          failed = true;
-          this.stats.failures++;
-          this.log.warn({ msg: 'rollup recompute failed; its hours are read from the raw table until it succeeds', orgId, slices: list.length, err: String(err) });
-          for (const d of list) this.requeue(orgId, d);
-        }
+  /** Recomputes every slice queued now: true, or false when it failed (the slices wait RETRY_MS). */
+  private async round(): Promise<boolean> {
+    const round = this.dirty;
+    this.dirty = new Map();
+    this.stats.rounds++;
+    let failed = false;
+    for (const [orgId, entries] of round) {
+      const list = [...entries.values()];
+      try {
+        const client = this.client();
+        await recomputeSlices(client, orgId, list.map((d) => d.slice));
+        await addMarks(client, orgId, list.map((d) => ({ slice: d.slice, marks: -d.marks })));
+        this.stats.recomputedSlices += list.length;
+      } catch (err) {
+        failed = true;
+        this.stats.failures++;
+        this.log.warn({ msg: 'rollup recompute failed; its hours are read from the raw table until it succeeds', orgId, slices: list.length, err: String(err) });
+        for (const d of list) this.requeue(orgId, d);
       }
-      if (failed) return false;
     }
-    return true;
+    return !failed;
   }
 
   private requeue(orgId: string, d: Dirty) {

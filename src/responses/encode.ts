@@ -1,0 +1,113 @@
+/**
+ * The INSERT of survey responses as RowBinary (src/clickhouse/rowbinary.ts): each record written
+ * straight from its parsed form to the row's bytes, with the values toResponseRow (record.ts)
+ * defines, column for column. The engine reads binary values instead of parsing JSON text; the
+ * service builds no row objects and no JSON but the `doc`. An integration test
+ * (test/integration/response-encode.test.ts) stores random records both ways and compares.
+ */
+import type { ClickHouseClient } from '@clickhouse/client';
+import { Readable } from 'node:stream';
+import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
+import { COMPLETION_VALUES } from './filters.ts';
+import { answerScore, answerText, answerValue, NIL_UUID, type ResponseRecord } from './record.ts';
+
+/** The columns written, in the order of the bytes (the others are DEFAULT or MATERIALIZED). */
+export const RESPONSE_COLUMNS = [
+  'org_id', 'survey_id', 'created_at', 'id', 'updated_at', 'channel_id', 'respondent_id', 'respondent_aliases', 'scenario_id', 'language', 'locale',
+  'group_ids', 'completion', 'active', 'end_reason', 'ended_at', 'last_answer_at', 'hf_keys', 'hf_types', 'hf_strings', 'hf_bools', 'hf_numbers',
+  'ans_question_ids', 'ans_cta_types', 'ans_values', 'ans_scores', 'answer_text', 'doc',
+] as const;
+
+const COMPLETION_CODE = new Map<string, number>(COMPLETION_VALUES.map((c, i) => [c, i]));
+
+/** DateTime64(6) ticks of an API timestamp (`YYYY-MM-DDTHH:MM:SS.ffffffZ`, the parsed form). */
+function micros(api: string): bigint {
+  const ms = Date.UTC(+api.slice(0, 4), +api.slice(5, 7) - 1, +api.slice(8, 10), +api.slice(11, 13), +api.slice(14, 16), +api.slice(17, 19));
+  return BigInt(ms / 1000) * 1_000_000n + BigInt(+api.slice(20, 26));
+}
+
+function stringArray(w: RowBinaryWriter, values: readonly string[]): void {
+  w.varint(values.length);
+  for (const s of values) w.string(s);
+}
+
+/** Nullable(DateTime64(6)): NULL for "" and null, as toResponseRow's dbOrNull. */
+function optionalTime(w: RowBinaryWriter, api: string | null | undefined): void {
+  if (!api) return w.uint8(1);
+  w.uint8(0);
+  w.int64(micros(api));
+}
+
+/** One row of RESPONSE_COLUMNS per record, for the org. */
+export function encodeResponses(records: readonly ResponseRecord[], orgId: string): Buffer {
+  const w = new RowBinaryWriter(records.length * 2048);
+  for (const r of records) {
+    const hidden = r.hidden_fields ?? [];
+    const answers = r.answers ?? [];
+    w.uuid(orgId);
+    w.uuid(r.survey_id);
+    w.int64(micros(r.created_at));
+    w.uuid(r.id);
+    w.int64(micros(r.updated_at));
+    w.uuid(r.channel_id);
+    w.uuid(r.respondent_id);
+    stringArray(w, r.respondent_aliases ?? []);
+    w.uuid(r.scenario_id ?? NIL_UUID);
+    w.string(r.language ?? '');
+    w.string(r.locale ?? '');
+    const groups = r.group_ids ?? [];
+    w.varint(groups.length);
+    for (const g of groups) w.uuid(g);
+    w.uint8(COMPLETION_CODE.get(r.completion)!);
+    w.bool(r.active);
+    w.string(r.end_reason ?? '');
+    optionalTime(w, r.ended_at);
+    optionalTime(w, r.last_answer_at);
+    w.varint(hidden.length);
+    for (const h of hidden) w.string(h.key);
+    w.varint(hidden.length);
+    for (const h of hidden) w.uint8(h.t);
+    w.varint(hidden.length);
+    for (const h of hidden) w.string(h.v_s ?? '');
+    w.varint(hidden.length);
+    for (const h of hidden) w.bool(h.v_b ?? false);
+    w.varint(hidden.length);
+    for (const h of hidden) w.float64(h.v_d ?? 0);
+    w.varint(answers.length);
+    for (const a of answers) w.string(a.question_correlation_id);
+    w.varint(answers.length);
+    for (const a of answers) w.string(a.cta_type);
+    w.varint(answers.length);
+    for (const a of answers) w.string(answerValue(a));
+    w.varint(answers.length);
+    for (const a of answers) {
+      const score = answerScore(a);
+      if (score === null) w.uint8(1);
+      else {
+        w.uint8(0);
+        w.float64(score);
+      }
+    }
+    w.string(answerText(answers));
+    w.string(JSON.stringify({ ...r, org_id: orgId }));
+  }
+  return w.finish();
+}
+
+const INSERT_RESPONSES = `INSERT INTO survey_responses (${RESPONSE_COLUMNS.join(', ')}) FORMAT RowBinary`;
+
+/** One INSERT of encoded rows; resolves once the engine has committed them. */
+export async function insertEncoded(client: ClickHouseClient, rows: Buffer): Promise<void> {
+  const result = await client.exec({
+    query: INSERT_RESPONSES,
+    values: Readable.from([rows], { objectMode: false }),
+    clickhouse_settings: {
+      wait_end_of_query: 1,
+      // One part per week touched (schema/004 partitions by week): a batch of up to 1000
+      // records spread over years would pass the default limit of 100 partitions.
+      max_partitions_per_insert_block: '1000',
+    },
+  });
+  // An INSERT answers with an empty body; read it to the end so the socket goes back to the pool.
+  for await (const _ of result.stream);
+}
