@@ -30,6 +30,7 @@
 import * as v from 'valibot';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import { fromScope, type Scope } from './compile.ts';
+import { rawRowsSql } from './scope-rows.ts';
 import { COMPLETION_VALUES, queryScopeEntries } from './filters.ts';
 import { ignored, jsonObject } from '../validation.ts';
 import { compareSchema } from '../metrics/compare.ts';
@@ -53,7 +54,7 @@ import { parseInstantMicros, planSeries, type HistogramPlan } from '../query/his
 import { checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, tooManyBuckets } from '../query/ranked-buckets.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
-import { filtersServable, grainOf, rawRemainderSql, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type GroupColumn, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { filtersServable, grainOf, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type GroupColumn, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
 export { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
 import { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
@@ -143,15 +144,15 @@ export function compileAggregation(
   scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupWindow, metrics: readonly MetricName[] = [],
 ): CompiledQuery {
   const bag = new ParamBag();
-  const source = fromScope(scope, bag);
   if (rollup) {
-    const weighted = weightedSource(scope, rules, plans, rollup, source, bag, metrics);
+    const weighted = weightedSource(scope, rules, plans, rollup, bag, metrics);
     const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
     // Rollup-served metrics have no multi-valued level (metricsServable): every row counts in full.
     const ranked = compileRankedBuckets({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit });
     const check = answersCompleteColumn(scope, rollup, bag);
     return compiled(check ? `SELECT *${check} FROM (${ranked})` : ranked, bag);
   }
+  const source = fromScope(scope, bag);
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
   const metricColumns = metricAggregates(metrics, RAW_METRIC_ROW, firstFlagsPerDepth(rules));
@@ -177,7 +178,7 @@ function firstFlagsPerDepth(rules: readonly GroupByRule[]): string[] {
  * - rollup answer counts (of the one answer level's question): their count from that level down.
  */
 function weightedSource(
-  scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupWindow, rawSource: string, bag: ParamBag, metrics: readonly MetricName[],
+  scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupWindow, bag: ParamBag, metrics: readonly MetricName[],
 ): { source: string; keys: string[]; count: string } {
   const n = rules.length;
   const depths = Array.from({ length: n + 1 }, (_, d) => d);
@@ -187,11 +188,12 @@ function weightedSource(
     rules.map((rule, i) => `${rule.kind === 'answer' ? answerKey : levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
 
   const sources: string[] = [];
-  const remainder = rawRemainderSql(rollup, bag);
-  if (remainder !== undefined) {
+  // The raw rows the rollup does not answer (scope-rows.ts), one by one.
+  const raw = rawRowsSql(scope, bag, rollup);
+  if (raw !== undefined) {
     const rawKeys = rules.map((rule, i) => `${levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
     const firstFlags = (d: number) => rules.flatMap((rule, i) => (i + 1 > d && isMultiValued(rule) ? [isFirstOfLevelSql(i + 1)] : []));
-    sources.push(`SELECT ${rawKeys}, ${weights((d) => firstFlags(d).join(' AND ') || '1')}${metricRowColumns(metrics, RAW_METRIC_ROW)} ${rawSource} AND ${remainder}`);
+    sources.push(`SELECT ${rawKeys}, ${weights((d) => firstFlags(d).join(' AND ') || '1')}${metricRowColumns(metrics, RAW_METRIC_ROW)} ${raw}`);
   }
   // The group columns the levels' keys read (survey_id and created_at are on every rollup row).
   const columns = rules.flatMap((r): GroupColumn[] => (r.kind === 'completion' || r.kind === 'end_reason' ? [r.kind] : []));

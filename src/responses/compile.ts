@@ -46,9 +46,13 @@ export function compileScope(scope: Scope, bag: ParamBag): string {
  * scope begins with the token's organization. The tenant guard and the version dedup (FINAL) are
  * part of the source, so no query can forget either (as PostHog's HogQL prints team_id into every
  * table it reads). Callers append `AND ...` conditions or GROUP BY / ORDER BY after it.
+ * `prewhere` may only test columns of the sorting key (created_at, survey_id): every version of a
+ * response shares them, so filtering before FINAL keeps or drops its versions together.
  */
-export function fromScope(scope: Scope, bag: ParamBag): string {
-  return `FROM survey_responses FINAL WHERE ${compileScope(scope, bag)}`;
+export function fromScope(scope: Scope, bag: ParamBag, prewhere?: (bag: ParamBag) => string | undefined): string {
+  const where = compileScope(scope, bag);
+  const before = prewhere?.(bag);
+  return `FROM survey_responses FINAL${before ? ` PREWHERE ${before}` : ''} WHERE ${where}`;
 }
 
 export function compileFilter(node: FilterNode, bag: ParamBag): string {

@@ -1,7 +1,8 @@
 /** SEARCH /1.0/survey/<survey_ids>/response: the count, then the page (routes.ts wires it). */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { compileSearchCount, compileSearchPage, fromScope, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, windowStartsBefore, type Scope, type SearchCountRow } from './compile.ts';
-import { filtersServable, rawRemainderSql, rollupGroupsSql, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, windowStartsBefore, type Scope, type SearchCountRow } from './compile.ts';
+import { filtersServable, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { rowsInScopeSql } from './scope-rows.ts';
 import { MICROS_PER_HOUR, parseInstantMicros } from '../query/histogram.ts';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import type { ResponseRecord } from './record.ts';
@@ -89,11 +90,10 @@ type RollupCountRow = { total: number | string; newest: string | null };
  */
 export function compileRollupCount(scope: Scope, window: RollupWindow): CompiledQuery {
   const bag = new ParamBag();
-  const source = fromScope(scope, bag);
-  const parts = [`SELECT sum(x_rows) AS n, maxIfOrNull(created_at, x_rows > 0) AS newest_match FROM (${rollupGroupsSql(scope, window, bag, [])})`];
-  const remainder = rawRemainderSql(window, bag);
-  if (remainder !== undefined) parts.unshift(`SELECT count() AS n, maxOrNull(created_at) AS newest_match ${source} AND ${remainder}`);
-  return compiled(`SELECT sum(n) AS total, toString(max(newest_match)) AS newest${answersCompleteColumn(scope, window, bag)} FROM (${parts.join(' UNION ALL ')})`, bag);
+  // The raw rows are few here (the partial hours at the ends, pending hours): grouped by their
+  // created_at, they give the newest match as the slices do.
+  const rows = rowsInScopeSql(scope, window, bag, { keys: ['created_at'] });
+  return compiled(`SELECT sum(group_rows) AS total, toString(maxIfOrNull(created_at, group_rows > 0)) AS newest${answersCompleteColumn(scope, window, bag)} FROM (${rows})`, bag);
 }
 
 /**

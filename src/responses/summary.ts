@@ -20,11 +20,12 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
-import { QUERY_SETTINGS, fromScope, type Scope } from './compile.ts';
+import { QUERY_SETTINGS, type Scope } from './compile.ts';
+import { rawGroupsSql, rowsInScopeSql } from './scope-rows.ts';
 import { cachedRequest } from '../query/request-cache.ts';
 import { COMPLETION_VALUES } from './filters.ts';
 import { answersCompleteColumn, completeRows } from './answer-rollups.ts';
-import { filtersServable, rawRemainderSql, rollupGroupsSql, rollupRowsSql, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { filtersServable, rollupRowsSql, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
 // --- the summary -----------------------------------------------------------------------------------
 
@@ -61,16 +62,13 @@ export interface SummaryRow {
   support_counts: Record<string, number | string>;
 }
 
-/** Each element of an array column counted once per occurrence: value -> count, summed over the rows. */
-const countElements = (column: string) => `sumMap(mapFromArrays(${column}, arrayMap(x -> toUInt64(1), ${column})))`;
-
 /**
- * One pass over narrow columns, in two steps. The scores and the `support` values come from
- * columns the engine computes at insert (schema/004: nps_scores, csat_scores, ces_scores hold the
- * whole-number scores of SCALES; hf_support the distinct values of the hidden field `support`).
- * The inner query groups the responses by (completion, end_reason, language, hf_support), all
- * small LowCardinality/Enum keys (a few hundred groups), counting rows and score values per group;
- * the outer query folds those groups into the seven maps.
+ * The rows in scope (scope-rows.ts) grouped by (completion, end_reason, language, hf_support), all
+ * small LowCardinality/Enum keys (a few hundred groups), with their response and score counts,
+ * then folded into the seven maps. The scores and the `support` values come from columns the
+ * engine computes at insert (schema/004: nps_scores, csat_scores, ces_scores hold the whole-number
+ * scores of SCALES; hf_support the distinct values of the hidden field `support`). Without a
+ * filter, the slices' totals (schema/050) are the maps already and stand for their groups.
  * Measured on 1M responses of one org, one part per partition, 2 cores (engine CPU per query):
  * 599 ms when one flat pass filtered ans_scores/ans_cta_types and all hidden-field arrays (the
  * `support` part alone 372 ms: it read every user agent), 137 ms with the narrow columns (wall
@@ -82,41 +80,28 @@ const countElements = (column: string) => `sumMap(mapFromArrays(${column}, array
  */
 export function compileSummary(scope: Scope, rollup?: RollupWindow): CompiledQuery {
   const bag = new ParamBag();
-  const source = fromScope(scope, bag);
-  const groupKeys = 'completion, end_reason, language, hf_support';
-  // Inner aliases are not column names and not lambda arguments of the filters (ClickHouse
-  // resolves aliases in WHERE).
-  const rawGroups = (remainder: string | undefined) =>
-    `SELECT ${groupKeys}, count() AS group_rows, ` +
-    `${countElements('nps_scores')} AS group_nps, ${countElements('csat_scores')} AS group_csat, ${countElements('ces_scores')} AS group_ces ` +
-    `${source}${remainder ? ` AND ${remainder}` : ''} GROUP BY ${groupKeys}`;
-  // Each part of the scope (raw rows, rollup groups, rollup totals) folds into the seven maps,
-  // as b_* columns of one row with the same types; the parts' rows are then added up.
-  const foldGroups = (groups: string) =>
+  const request = { keys: ['completion', 'end_reason', 'language', 'hf_support'] as const, scores: true };
+  // Each part folds into the seven maps, as b_* columns of one row with the same types; the
+  // parts' rows are then added up. (Inner aliases are neither column names nor lambda arguments
+  // of the filters: ClickHouse resolves aliases in WHERE.)
+  const fold = (groups: string) =>
     'SELECT sumMap(group_nps) AS b_nps, sumMap(group_csat) AS b_csat, sumMap(group_ces) AS b_ces, ' +
     'sumMap(map(toString(completion), group_rows)) AS b_completion, sumMap(map(toString(end_reason), group_rows)) AS b_end_reason, ' +
     'sumMap(map(toString(language), group_rows)) AS b_language, ' +
     `sumMap(mapFromArrays(CAST(hf_support, 'Array(String)'), arrayMap(x -> group_rows, hf_support))) AS b_support FROM (${groups})`;
   const parts: string[] = [];
-  if (!rollup) parts.push(foldGroups(rawGroups(undefined)));
-  else {
-    const remainder = rawRemainderSql(rollup, bag);
-    if (remainder !== undefined) parts.push(foldGroups(rawGroups(remainder)));
-    if (scope.filters.length === 0) {
-      // Nothing narrows the groups: the slice totals are the summary's maps already (schema/050).
-      const asText = (column: string) => `sumMap(CAST(${column}, 'Map(String, UInt64)'))`;
-      parts.push(
-        `SELECT sumMap(t_nps) AS b_nps, sumMap(t_csat) AS b_csat, sumMap(t_ces) AS b_ces, ${asText('t_completion')} AS b_completion, ` +
-          `${asText('t_end_reason')} AS b_end_reason, ${asText('t_language')} AS b_language, ${asText('t_support')} AS b_support ` +
-          rollupRowsSql(scope, rollup, bag),
-      );
-    } else {
-      // The same groups from the rollup (rollups/read.ts), beside the raw rows it does not answer.
-      parts.push(foldGroups(
-        `SELECT ${groupKeys}, sum(x_rows) AS group_rows, sumMap(x_nps) AS group_nps, sumMap(x_csat) AS group_csat, sumMap(x_ces) AS group_ces ` +
-          `FROM (${rollupGroupsSql(scope, rollup, bag, ['completion', 'end_reason', 'language', 'hf_support', 'x_nps', 'x_csat', 'x_ces'])}) GROUP BY ${groupKeys}`,
-      ));
-    }
+  if (rollup && scope.filters.length === 0) {
+    // Nothing narrows the groups: the slice totals are the summary's maps already (schema/050).
+    const raw = rawGroupsSql(scope, rollup, bag, request);
+    if (raw !== undefined) parts.push(fold(raw));
+    const asText = (column: string) => `sumMap(CAST(${column}, 'Map(String, UInt64)'))`;
+    parts.push(
+      `SELECT sumMap(t_nps) AS b_nps, sumMap(t_csat) AS b_csat, sumMap(t_ces) AS b_ces, ${asText('t_completion')} AS b_completion, ` +
+        `${asText('t_end_reason')} AS b_end_reason, ${asText('t_language')} AS b_language, ${asText('t_support')} AS b_support ` +
+        rollupRowsSql(scope, rollup, bag),
+    );
+  } else {
+    parts.push(fold(rowsInScopeSql(scope, rollup, bag, request)));
   }
   // "" is no end reason (an active response) and no language: counted in no bucket.
   const nonEmptyKeys = (column: string) => `mapFilter((k, v) -> notEmpty(k), ${column})`;
