@@ -1,16 +1,17 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { performance } from 'node:perf_hooks';
+import { encodeEventChunk } from '../../src/events/encode.ts';
 import { insertEvents } from '../../src/events/routes.ts';
-import { encodeEventRows, toEventRows, type EventRow } from '../../src/events/rows.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
 import { PerSecond, summarize, type LatencySummary } from '../lib/stats.ts';
 
 /**
  * The limit: the same events inserted straight into `events` with @clickhouse/client, no HTTP, no
- * validation, no group commit. Rows come from the service's own parseEventBatch + toEventRows +
- * encodeEventRows, computed before the clock starts, and go through the service's own
- * insertEvents (the same JSONEachRow INSERT with the same settings), so the difference between the
- * two is exactly what the service adds: HTTP, JSON parsing, validation, row building, queueing.
+ * validation, no group commit. Rows come from the service's own parseEventBatch + encoder
+ * (encode.ts), computed before the clock starts, and go through the service's own insertEvents
+ * (the same RowBinary INSERT with the same settings), so the difference between the two is
+ * exactly what the service adds: HTTP, JSON parsing, validation, row building, queueing, and the
+ * message-id checks.
  */
 export interface DirectResult {
   rows_per_insert: number;
@@ -28,15 +29,15 @@ export interface DirectResult {
   per_second_events: number[];
 }
 
-/** One INSERT's body: `rows` rows as JSONEachRow. */
+/** One INSERT's body: `rows` rows as RowBinary. */
 export interface PreparedInsert {
-  body: string;
+  body: Buffer;
   rows: number;
 }
 
 /**
  * INSERT bodies of `rowsPerInsert` rows for `orgId`, cycling through the batches. Every row is
- * built afresh by toEventRows (its own random event_id), so no body holds a row twice and no two
+ * encoded afresh (its own random event_id), so no body holds a row twice and no two
  * prepared bodies are alike, as with the service; the phase cycles through them (up to ~160k rows
  * prepared, so a 10,000-row phase repeats its 16 bodies: a server that deduplicates identical
  * INSERTs, Replicated tables, would store fewer rows than inserted and the check would say so).
@@ -48,9 +49,14 @@ export function prepareInserts(batches: unknown[][], orgId: string, rowsPerInser
   const out: PreparedInsert[] = [];
   let next = 0;
   for (let i = 0; i < count; i++) {
-    const rows: EventRow[] = [];
-    while (rows.length < rowsPerInsert) rows.push(...toEventRows(orgId, parsed[next++ % parsed.length], receivedAt).slice(0, rowsPerInsert - rows.length));
-    out.push({ body: encodeEventRows(rows), rows: rows.length });
+    const bodies: Buffer[] = [];
+    let rows = 0;
+    while (rows < rowsPerInsert) {
+      const events = parsed[next++ % parsed.length].slice(0, rowsPerInsert - rows);
+      bodies.push(encodeEventChunk(orgId, events, receivedAt).body);
+      rows += events.length;
+    }
+    out.push({ body: Buffer.concat(bodies), rows });
   }
   return out;
 }

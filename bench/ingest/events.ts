@@ -17,6 +17,8 @@ export interface GeneratorOptions {
   users?: number;
   /** Timestamps are spread over this many ms before `now` (60% of events carry one). */
   spreadMs?: number;
+  /** Every item carries a `message_id` (default); false: none does (the price of exactly-once). */
+  messageIds?: boolean;
   now?: number;
 }
 
@@ -56,7 +58,7 @@ const WORDS = (
   'data warehouse sync integration webhook api token key limit rate batch event events property properties'
 ).split(' ');
 
-export function generateEvents(r: () => number, opts: Required<Omit<GeneratorOptions, 'seed'>>): unknown[] {
+export function generateEvents(r: () => number, opts: Required<Omit<GeneratorOptions, 'seed' | 'messageIds'>>): unknown[] {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
   const int = (lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1));
   const text = (minChars: number, maxChars: number) => {
@@ -177,8 +179,9 @@ export function generatePool(count: number, opts: GeneratorOptions = {}): BatchP
     spreadMs: opts.spreadMs ?? 3_600_000,
     now: opts.now ?? Date.now(),
   };
+  const withIds = opts.messageIds ?? true;
   const batches = Array.from({ length: count }, () =>
-    generateEvents(r, full).map((e, i) => ({ ...(e as object), message_id: `${MESSAGE_ID_PLACEHOLDER}-${i}` })),
+    generateEvents(r, full).map((e, i) => (withIds ? { ...(e as object), message_id: `${MESSAGE_ID_PLACEHOLDER}-${i}` } : e)),
   );
   const bodies = batches.map((b) => Buffer.from(JSON.stringify(b)));
   const typeMix: Record<string, number> = {};

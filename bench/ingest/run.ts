@@ -17,7 +17,7 @@ import { monotonicMicros, summarizeProfile, type ProfileSummary } from '../lib/c
 import { machineInfo } from '../lib/machine.ts';
 import { cpuDelta, cpuSnapshot, type CpuSnapshot } from '../lib/proc.ts';
 import { waitForMerges } from '../lib/merges.ts';
-import { insertLog, type InsertLogSummary } from '../lib/query-log.ts';
+import { engineCosts, insertLog, type EngineCostRow, type InsertLogSummary } from '../lib/query-log.ts';
 import { RESULTS_DIR, writeResult } from '../lib/results.ts';
 import { attachService, startService, type BenchTarget } from '../lib/service.ts';
 import { round } from '../lib/stats.ts';
@@ -29,9 +29,10 @@ import { closedLoop, openLoop, type LoadResult } from './load.ts';
 
 // The 100-row direct phase goes last: its thousands of small parts leave a merge backlog.
 // `retry`: the closed loop again, each client resending a share of its acknowledged requests.
-export const PHASES = ['closed', 'retry', 'open', 'direct-large', 'direct'] as const;
+// `closed-noid`: the closed loop with the same events without message_id: the price of exactly-once.
+export const PHASES = ['closed', 'closed-noid', 'retry', 'open', 'direct-large', 'direct'] as const;
 export type Phase = (typeof PHASES)[number];
-const isServicePhase = (p: Phase) => p === 'closed' || p === 'retry' || p === 'open';
+const isServicePhase = (p: Phase) => p === 'closed' || p === 'closed-noid' || p === 'retry' || p === 'open';
 
 export interface IngestOptions {
   /** Measured seconds per phase (after warm-up). */
@@ -63,6 +64,10 @@ export interface IngestOptions {
   pid?: number;
   /** Extra environment for the started service (INGEST_BATCH_ROWS=..., ...). */
   env: Record<string, string>;
+  /** Start the service of another checkout (before/after comparisons); its schema may not take the direct phases' rows. */
+  repo?: string;
+  /** Open loop at this share of the closed loop's events/s measured earlier in the run (instead of `rates`). */
+  openShare?: number;
   /** Extra node flags for the started service (e.g. --max-semi-space-size=64). */
   nodeArgs: string[];
   cpuProf: boolean;
@@ -108,6 +113,8 @@ interface PhaseCommon {
   expected_rows: number;
   rows_match: boolean;
   engine_inserts: InsertLogSummary | undefined;
+  /** The engine's time per view and per table (new parts, merges) during the phase. */
+  engine_costs: EngineCostRow[];
 }
 export type ServicePhaseResult = PhaseCommon & { load: LoadResult; rows_per_insert: number | undefined; unanswered_requests: number };
 export type DirectPhaseResult = PhaseCommon & { direct: DirectResult };
@@ -125,7 +132,7 @@ export interface IngestResult {
     workload: { events_per_batch: number; mean_body_bytes: number; distinct_batches: number; type_mix_pct: Record<string, number> };
   };
   phases: PhaseResult[];
-  ratios: { closed_vs_direct_same_batch?: number; closed_vs_direct_large_batch?: number };
+  ratios: { closed_vs_direct_same_batch?: number; closed_vs_direct_large_batch?: number; closed_vs_closed_noid?: number };
   targets: Array<{ target: string; value: number | undefined; ok: boolean | undefined }>;
   profile?: { file: string; summary: ProfileSummary };
   result_file?: string;
@@ -172,11 +179,12 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
   log(`generating ${opts.pool} batches of ${opts.batchSize} events`);
   const pool = generatePool(opts.pool, { batchSize: opts.batchSize });
   const ids = new MessageIds(pool.bodies);
+  const plain = opts.phases.includes('closed-noid') ? generatePool(opts.pool, { batchSize: opts.batchSize, messageIds: false }) : pool;
 
   const profileDir = opts.cpuProf ? join(RESULTS_DIR, `profile-${startedAt.toISOString().replace(/[:.]/g, '-')}`) : undefined;
   const target = opts.url
     ? await attachService(opts.url, { dataDir: opts.dataDir, pid: opts.pid })
-    : await startService({ env: opts.env, nodeArgs: opts.nodeArgs, cpuProfDir: profileDir, keepData: opts.keepData, log });
+    : await startService({ env: opts.env, nodeArgs: opts.nodeArgs, cpuProfDir: profileDir, keepData: opts.keepData, repo: opts.repo, log });
 
   const phases: PhaseResult[] = [];
   const serviceWindows: Array<[number, number]> = [];
@@ -200,7 +208,11 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
     const plan = opts.phases.flatMap((phase): Array<{ phase: Phase; rate: number }> =>
       phase === 'open' ? opts.rates.map((rate) => ({ phase, rate })) : [{ phase, rate: 0 }],
     );
-    for (const { phase, rate } of plan) {
+    for (const step of plan) {
+      const { phase } = step;
+      let rate = step.rate;
+      const closedBefore = phases.find((p): p is ServicePhaseResult => p.phase === 'closed');
+      if (phase === 'open' && opts.openShare && closedBefore) rate = Math.max(1, Math.round((closedBefore.load.events_per_s * opts.openShare) / opts.batchSize));
       const orgIds = Array.from({ length: isServicePhase(phase) ? opts.tokens : 1 }, () => randomUUID());
       await settle(target); // phases start alike: the previous phase's merges are done
       const large = phase === 'direct-large';
@@ -211,11 +223,11 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
       if (isServicePhase(phase)) {
         const tokens = await Promise.all(orgIds.map((org) => target.mintEventsToken(org)));
         const fromUs = monotonicMicros();
-        const load = { url: target.url, tokens, bodies: pool.bodies, ids };
+        const load = phase === 'closed-noid' ? { url: target.url, tokens, bodies: plain.bodies } : { url: target.url, tokens, bodies: pool.bodies, ids };
         const resendShare = phase === 'retry' ? opts.resendShare : 0;
         log(
           phase !== 'open'
-            ? `closed loop: ${opts.concurrency} clients over ${opts.tokens} tokens, ${opts.warmupSeconds}+${opts.seconds} s` +
+            ? `closed loop${phase === 'closed-noid' ? ' without message_id' : ''}: ${opts.concurrency} clients over ${opts.tokens} tokens, ${opts.warmupSeconds}+${opts.seconds} s` +
                 (resendShare ? `, each resending ${Math.round(resendShare * 100)} % of its acknowledged requests` : '')
             : `open loop: ${rate} requests/s (${rate * opts.batchSize} events/s) over ${opts.tokens} tokens, ${opts.warmupSeconds}+${opts.seconds} s`,
         );
@@ -241,6 +253,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
           rows_match: stored === res.distinct_acked_events_total,
           unanswered_requests: res.unknown_requests_total,
           engine_inserts: inserts,
+          engine_costs: await engineCosts(target.client, t0, t1),
           load: res,
           rows_per_insert: inserts?.inserts ? res.distinct_acked_events_total / inserts.inserts : undefined,
         });
@@ -263,6 +276,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
           expected_rows: res.inserted_rows_total,
           rows_match: stored === res.inserted_rows_total,
           engine_inserts: await insertLog(target.client, table, t0, t1),
+          engine_costs: await engineCosts(target.client, t0, t1),
           direct: res,
         });
       }
@@ -287,6 +301,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
   const ratios = {
     closed_vs_direct_same_batch: ratio(find('closed'), find('direct')),
     closed_vs_direct_large_batch: ratio(find('closed'), find('direct-large')),
+    closed_vs_closed_noid: ratio(find('closed'), find('closed-noid')),
   };
 
   const { log: _log, ...settingsOptions } = opts;
@@ -353,6 +368,22 @@ function evaluateTargets(phases: PhaseResult[], ratios: IngestResult['ratios'], 
   if (closed) {
     out.push({ target: `closed loop (max throughput) >= ${TARGETS.eventsPerSecond.toLocaleString('en-US')} events/s`, value: round(closed.load.events_per_s, 0), ok: closed.load.events_per_s >= TARGETS.eventsPerSecond });
   }
+  if (closed && closed.cpu_us_per_event.service !== undefined && closed.cpu_us_per_event.engine !== undefined) {
+    const big = (closed.rows_per_insert ?? 0) >= 3000;
+    out.push({ target: `closed loop: service <= 12 µs of CPU per event${big ? '' : ' (INSERTs under 3,000 rows: not judged)'}`, value: closed.cpu_us_per_event.service, ok: big ? closed.cpu_us_per_event.service <= 12 : undefined });
+    out.push({ target: `closed loop: engine <= 20 µs of CPU per event at >= 3,000 rows per INSERT`, value: closed.cpu_us_per_event.engine, ok: big ? closed.cpu_us_per_event.engine <= 20 : undefined });
+  }
+  if (opts.openShare && closed) {
+    for (const open of opens) {
+      out.push({ target: `open loop at ${opts.openShare} x the closed loop's rate: p99 <= ${TARGETS.p99Ms} ms, no errors`, value: round(open.load.latency_ms.p99, 1), ok: open.load.latency_ms.p99 <= TARGETS.p99Ms && failures(open) === 0 });
+    }
+  }
+  if (ratios.closed_vs_closed_noid !== undefined) {
+    out.push({ target: 'closed loop with message_id on every event / without (price of exactly-once) >= 0.9', value: ratios.closed_vs_closed_noid, ok: ratios.closed_vs_closed_noid >= 0.9 });
+  }
+  if (ratios.closed_vs_direct_large_batch !== undefined) {
+    out.push({ target: `service / large-batch limit (${opts.largeBatch}-row INSERTs) >= 0.5`, value: ratios.closed_vs_direct_large_batch, ok: ratios.closed_vs_direct_large_batch >= 0.5 });
+  }
   if (ratios.closed_vs_direct_same_batch !== undefined) {
     out.push({ target: `service / direct-insert limit (same ${opts.batchSize}-row batches) >= ${TARGETS.ratioToLimit}`, value: ratios.closed_vs_direct_same_batch, ok: ratios.closed_vs_direct_same_batch >= TARGETS.ratioToLimit });
   }
@@ -378,13 +409,21 @@ function report(r: IngestResult): void {
       p.cpu_s.other,
       'load' in p ? p.cpu_us_per_event.service : undefined,
       p.cpu_us_per_event.engine,
+      p.cpu_us_per_event.bench,
       (p.rows_match ? 'yes' : `NO (${p.stored_rows}/${p.expected_rows})`) +
         ('unanswered_requests' in p && p.unanswered_requests > 0 ? ` (${p.unanswered_requests} unanswered)` : ''),
     ];
     if ('load' in p) {
       const l = p.load;
       const errors = Object.entries(l.failures).map(([k, v]) => `${k}x${v}`).join(' ') || '0';
-      const label = l.mode === 'open' ? `service open loop ${l.target_rate} req/s` : p.phase === 'retry' ? `service closed loop, ${l.resent_requests_total} resent` : `service closed loop`;
+      const label =
+        l.mode === 'open'
+          ? `service open loop ${l.target_rate} req/s`
+          : p.phase === 'retry'
+            ? `service closed loop, ${l.resent_requests_total} resent`
+            : p.phase === 'closed-noid'
+              ? 'service closed loop, no message_id'
+              : 'service closed loop';
       return [label, l.events_per_s, l.requests_per_s, p.rows_per_insert, l.latency_ms.p50, l.latency_ms.p95, l.latency_ms.p99, l.latency_ms.max, errors, ...common];
     }
     const d = p.direct;
@@ -395,12 +434,13 @@ function report(r: IngestResult): void {
   printTable(
     `Ingest: ${r.machine.cpus} CPUs (${r.machine.cpu_model}), ${s.storage} ClickHouse ${r.machine.clickhouse ?? '?'}, ` +
       `${s.workload.events_per_batch} events/request (~${Math.round(s.workload.mean_body_bytes / 1024)} KB), ${s.options.seconds} s per phase`,
-    ['phase', 'events/s', 'req/s', 'rows/INSERT', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'errors', 'wall s', 'svc CPU s', 'engine CPU s', 'bench CPU s', 'other CPU s', 'svc µs/ev', 'engine µs/ev', 'stored=acked'],
+    ['phase', 'events/s', 'req/s', 'rows/INSERT', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'errors', 'wall s', 'svc CPU s', 'engine CPU s', 'bench CPU s', 'other CPU s', 'svc µs/ev', 'engine µs/ev', 'bench µs/ev', 'stored=acked'],
     rows,
   );
   process.stdout.write(
     `\nservice / limit (same ${s.workload.events_per_batch}-row batches): ${r.ratios.closed_vs_direct_same_batch ?? '-'}` +
-      `    service / limit (large batches): ${r.ratios.closed_vs_direct_large_batch ?? '-'}\n`,
+      `    service / limit (large batches): ${r.ratios.closed_vs_direct_large_batch ?? '-'}` +
+      `    with / without message_id: ${r.ratios.closed_vs_closed_noid ?? '-'}\n`,
   );
   printTable('Targets', ['target', 'value', 'met'], r.targets.map((t) => [t.target, t.value, t.ok === undefined ? 'n/a' : t.ok ? 'yes' : 'NO']));
   const inserts = r.phases.filter((p) => p.engine_inserts);
@@ -412,6 +452,14 @@ function report(r: IngestResult): void {
         const e = p.engine_inserts!;
         return [p.phase, e.inserts, e.failed, e.written_rows, e.duration_ms_p50, e.duration_ms_p99, e.duration_ms_max, e.busy_ratio, e.insert_cpu_s, p.cpu_s.engine];
       }),
+    );
+  }
+  const costs = r.phases.filter((p) => p.engine_costs.length > 0);
+  if (costs.length) {
+    printTable(
+      'Engine time per view and table (system.query_views_log, system.part_log; µs per event stored in the phase)',
+      ['phase', 'what', 'count', 'rows', 'avg ms', 'CPU s', 'CPU µs/ev'],
+      costs.flatMap((p) => p.engine_costs.map((c) => [p.phase, c.what, c.count, c.rows, c.duration_ms_avg, c.cpu_s, p.expected_rows ? round((c.cpu_s * 1e6) / p.expected_rows, 2) : undefined])),
     );
   }
   if (r.profile) {
@@ -443,6 +491,8 @@ const USAGE = `usage: node --import tsx bench/ingest/run.ts [flags]
   --env KEY=VALUE         extra service environment, repeatable (e.g. INGEST_BATCH_DELAY_MS=5)
   --node-arg FLAG         extra node/V8 flag for the service, repeatable (e.g. --node-arg=--max-semi-space-size=64)
   --cpu-prof              V8 CPU profile of the service, summarized at the end
+  --repo DIR              start the service of another checkout (before/after comparisons: same load generator)
+  --open-share X          open loop at X times the closed loop's events/s of this run (e.g. 0.7), instead of --rate
   --url URL               bench a running service (needs --data-dir DIR or CLICKHOUSE_URL; --pid PID for its CPU)
   --keep-data             keep the temporary DATA_DIR
   --no-write              do not write bench/results/ingest-<time>.json
@@ -472,6 +522,8 @@ export function optionsFromArgv(argv: string[]): Partial<IngestOptions> {
       'cpu-prof': { type: 'boolean' },
       'node-arg': { type: 'string', multiple: true },
       url: { type: 'string' },
+      repo: { type: 'string' },
+      'open-share': { type: 'string' },
       'data-dir': { type: 'string' },
       pid: { type: 'string' },
       'keep-data': { type: 'boolean' },
@@ -514,6 +566,8 @@ export function optionsFromArgv(argv: string[]): Partial<IngestOptions> {
     nodeArgs: f['node-arg'] ?? [],
     cpuProf: Boolean(f['cpu-prof']),
     url: f.url,
+    repo: f.repo,
+    openShare: f['open-share'] ? positiveNumber('open-share', f['open-share'], 0.7, 0.01) : undefined,
     dataDir: f['data-dir'],
     pid: f.pid ? positiveInt('pid', f.pid, 0) : undefined,
     keepData: Boolean(f['keep-data']),

@@ -61,6 +61,8 @@ export interface StartOptions {
   nodeArgs?: string[];
   /** Keep the temporary DATA_DIR after the run. */
   keepData?: boolean;
+  /** Another checkout of tallyhouse whose service to start (its own bin/tallyhouse.js): before/after comparisons with one load generator. */
+  repo?: string;
   log?: (line: string) => void;
 }
 
@@ -134,7 +136,7 @@ export async function startService(opts: StartOptions = {}): Promise<BenchTarget
   const env = { ...process.env, ...serviceEnv };
   // NODE_OPTIONS would reach the engine child as well: profile flags go on this command line only.
   const nodeArgs = [...(opts.nodeArgs ?? []), ...(opts.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${opts.cpuProfDir}`] : [])];
-  const child = spawn(process.execPath, [...nodeArgs, 'bin/tallyhouse.js', 'serve'], { cwd: REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...nodeArgs, 'bin/tallyhouse.js', 'serve'], { cwd: opts.repo ? resolve(opts.repo) : REPO_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
 
   let stdout = '';
   let stderr = '';

@@ -6,8 +6,8 @@
  * Encodings (ClickHouse docs, "RowBinary"): String = unsigned LEB128 byte length + UTF-8 bytes
  * (LowCardinality(String) too); Array = LEB128 length + the elements; Nullable = one byte (1: NULL)
  * then the value when not NULL; Bool/UInt8/Enum8 = one byte; Int64 and Float64 = 8 bytes, little
- * endian; DateTime64(P) = Int64 ticks of 10^-P s; UUID = its two 64-bit halves, each little endian
- * (the textual first half first).
+ * endian; UInt16 = 2 bytes little endian; FixedString(N) = N bytes; DateTime64(P) = Int64 ticks
+ * of 10^-P s; UUID = its two 64-bit halves, each little endian (the textual first half first).
  */
 
 const MIN_CAPACITY = 4096;
@@ -36,6 +36,16 @@ export class RowBinaryWriter {
     return this.buf.subarray(0, this.at);
   }
 
+  /** The bytes written so far, copied out at their size: for a writer reused with `reset`. */
+  copyOut(): Buffer {
+    return Buffer.from(this.buf.subarray(0, this.at));
+  }
+
+  /** Starts over, keeping the buffer: a writer reused for every request allocates only what `copyOut` copies. */
+  reset(): void {
+    this.at = 0;
+  }
+
   private room(bytes: number): void {
     if (this.at + bytes <= this.buf.length) return;
     let size = this.buf.length * 2;
@@ -48,6 +58,44 @@ export class RowBinaryWriter {
   uint8(n: number): void {
     this.room(1);
     this.buf[this.at++] = n;
+  }
+
+  uint16(n: number): void {
+    this.room(2);
+    this.buf.writeUInt16LE(n, this.at);
+    this.at += 2;
+  }
+
+  /** DateTime64(3) of epoch milliseconds (a safe integer): Int64 little endian, without a bigint. */
+  dateTime64ms(ms: number): void {
+    this.room(8);
+    const low = ms % 4294967296;
+    const lowU = low < 0 ? low + 4294967296 : low;
+    this.buf.writeUInt32LE(lowU, this.at);
+    this.buf.writeInt32LE((ms - lowU) / 4294967296, this.at + 4);
+    this.at += 8;
+  }
+
+  /** Raw bytes (a FixedString). */
+  bytes(b: Uint8Array, from = 0, to = b.length): void {
+    const n = to - from;
+    this.room(n);
+    this.buf.set(b.subarray(from, to), this.at);
+    this.at += n;
+  }
+
+  /** A UUID from its RFC 9562 bytes (as `uuid`'s parse or a random fill give them). */
+  uuidBytes(b: Uint8Array, from = 0): void {
+    this.room(16);
+    const out = this.buf;
+    for (let i = 0; i < 8; i++) out[this.at + i] = b[from + 7 - i];
+    for (let i = 0; i < 8; i++) out[this.at + 8 + i] = b[from + 15 - i];
+    this.at += 16;
+  }
+
+  /** An empty String (one byte). */
+  empty(): void {
+    this.uint8(0);
   }
 
   /** Bool (one byte, 0 or 1). */
@@ -121,7 +169,7 @@ function writeVarint(buf: Buffer, at: number, n: number): number {
   return at;
 }
 
-/** Reads back what RowBinaryWriter wrote (tests). */
+/** Reads back what RowBinaryWriter wrote (tests, and the bench's checks). */
 export class RowBinaryReader {
   at = 0;
   constructor(readonly buf: Buffer) {}
@@ -133,6 +181,16 @@ export class RowBinaryReader {
   }
   bool(): boolean {
     return this.uint8() !== 0;
+  }
+  uint16(): number {
+    const n = this.buf.readUInt16LE(this.at);
+    this.at += 2;
+    return n;
+  }
+  bytes(n: number): Buffer {
+    const b = this.buf.subarray(this.at, this.at + n);
+    this.at += n;
+    return b;
   }
   varint(): number {
     let n = 0;

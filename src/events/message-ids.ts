@@ -19,18 +19,13 @@
  * Flushes without any message_id skip all of it.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { claimKey, ClaimView, DEFAULT_CLAIM_FILTER_MAX_BYTES, losers, type ClaimKey, type ClaimTable, type ClaimViewOptions, type StoredClaim } from '../claims/claims.ts';
+import { ClaimView, DEFAULT_CLAIM_FILTER_MAX_BYTES, losers, type ClaimKey, type ClaimTable, type ClaimViewOptions, type StoredClaim } from '../claims/claims.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
-import { encodeEventRows, MAX_EVENT_AGE_MS, toEventRows } from './rows.ts';
-import type { ParsedEvent } from './schema.ts';
+import type { EventChunk } from './encode.ts';
+import { MAX_EVENT_AGE_MS } from './rows.ts';
 
 /** An item whose message_id was stored less than this long ago (same organization) is not stored again. */
 export const MESSAGE_ID_WINDOW_MS = 7 * 24 * 60 * 60 * 1000;
-
-/** The claim key of a message id: MD5 of `org_id:message_id`; the column's DEFAULT computes the same in SQL. */
-export function messageKey(orgId: string, messageId: string): ClaimKey {
-  return claimKey(orgId.toLowerCase(), messageId);
-}
 
 /** Where event claims live: the events themselves (schema/060). */
 export const EVENT_CLAIMS: ClaimTable = {
@@ -51,66 +46,13 @@ export function eventClaimView(options: ClaimViewOptions): ClaimView {
   return new ClaimView(EVENT_CLAIMS, options);
 }
 
-/**
- * One request's rows as the group committer carries them: the JSONEachRow lines, and for each row
- * with a message id its key and event id. After its flush, `duplicates` says how many of its rows
- * were not stored because their message id already was.
- */
-export class EventChunk {
-  duplicates = 0;
-  constructor(
-    readonly orgId: string,
-    readonly body: Buffer,
-    readonly rows: number,
-    /** Per row, its message key, or undefined; undefined when no row has a message id. */
-    readonly keys?: readonly (ClaimKey | undefined)[],
-    /** Per row, its event id (only with `keys`). */
-    readonly eventIds?: readonly string[],
-  ) {}
-
-  /** The body without the rows at these (ascending) positions. Lines end with '\n', which JSON text never holds raw. */
-  without(positions: readonly number[]): Buffer {
-    const kept: Buffer[] = [];
-    let start = 0;
-    let row = 0;
-    let next = 0;
-    while (start < this.body.length) {
-      const end = this.body.indexOf(10, start) + 1 || this.body.length;
-      if (positions[next] === row) next++;
-      else kept.push(this.body.subarray(start, end));
-      start = end;
-      row++;
-    }
-    return Buffer.concat(kept);
-  }
-}
-
-/**
- * A request's events as its chunk. Nothing of the request but the chunk outlives the handler: a
- * request waits up to an INSERT's duration for its commit, and a parsed body still referenced then
- * would be copied out of the young generation by every garbage collection meanwhile. The body is a
- * Buffer, outside the JS heap, for the same reason; keys and event ids are kept only when some item
- * has a message_id.
- */
-export function encodeEventChunk(orgId: string, events: readonly ParsedEvent[], receivedAt: Date): EventChunk {
-  const rows = toEventRows(orgId, events, receivedAt);
-  const body = Buffer.from(encodeEventRows(rows), 'utf8');
-  if (!rows.some((r) => r.message_id !== '')) return new EventChunk(orgId, body, rows.length);
-  return new EventChunk(
-    orgId,
-    body,
-    rows.length,
-    rows.map((r) => (r.message_id === '' ? undefined : messageKey(orgId, r.message_id))),
-    rows.map((r) => r.event_id),
-  );
-}
+export { EventChunk, encodeEventChunk, messageKey } from './encode.ts';
 
 interface OwnRow {
   chunk: EventChunk;
   /** Its row in the chunk. */
   position: number;
   key: ClaimKey;
-  eventId: string;
   /** The block of its part, when the advance read it back (an INSERT over two partitions makes two parts). */
   block?: bigint;
 }
@@ -144,7 +86,7 @@ export async function insertOnce(
       if (key === undefined) return;
       const id = key.toString('latin1');
       if (first.has(id)) return void (repeated.get(chunk) ?? repeated.set(chunk, []).get(chunk)!).push(row);
-      first.set(id, { chunk, position: row, key, eventId: chunk.eventIds![row] });
+      first.set(id, { chunk, position: row, key });
       if (view.mayHold(key)) maybe.push(key);
     });
   }
@@ -172,7 +114,8 @@ export async function insertOnce(
   if (own.size === 0 || !view.ordered) return;
 
   // Step 4.
-  const marker = own.values().next().value!.eventId;
+  const markerRow = own.values().next().value!;
+  const marker = markerRow.chunk.eventId(markerRow.position);
   const { own: ownBlocks, others } = await view.advance(client, [marker], from);
   const block = ownBlocks.get(marker);
   // The marker row is the flush's own: not finding it means something deleted it meanwhile, and
@@ -180,7 +123,7 @@ export async function insertOnce(
   if (block === undefined) throw new Error('message ids: the flush could not find its own rows after its INSERT');
   for (const claim of others) {
     const row = own.get(claim.key.toString('latin1'));
-    if (row?.eventId === claim.rowId) row.block = claim.block;
+    if (row && row.chunk.eventId(row.position) === claim.rowId) row.block = claim.block;
   }
   // Two claims of one key: the later one goes, whoever wrote it (see claims.ts). Own keys are
   // decided here; other keys the view already held are looked up (their first claim may be older
@@ -189,7 +132,7 @@ export async function insertOnce(
   const suspects: StoredClaim[] = [];
   for (const claim of others) {
     const row = own.get(claim.key.toString('latin1'));
-    if (row && row.eventId !== claim.rowId) contested.push(claim, { key: row.key, rowId: row.eventId, scope: row.chunk.orgId, block: row.block ?? block });
+    if (row && row.chunk.eventId(row.position) !== claim.rowId) contested.push(claim, { key: row.key, rowId: row.chunk.eventId(row.position), scope: row.chunk.orgId, block: row.block ?? block });
     else if (!row && claim.known) suspects.push(claim);
   }
   if (suspects.length > 0) {
@@ -199,7 +142,7 @@ export async function insertOnce(
   const undone = losers(contested);
   if (undone.length === 0) return;
   await deleteRows(client, undone);
-  const ownRows = new Map([...own.values()].map((r) => [r.eventId, r]));
+  const ownRows = new Map([...own.values()].map((r) => [r.chunk.eventId(r.position), r]));
   for (const c of new Map(undone.map((c) => [c.rowId, c])).values()) {
     const row = ownRows.get(c.rowId);
     if (row) row.chunk.duplicates++;

@@ -9,8 +9,9 @@ import { deleteUser } from './delete-user.ts';
 import { userAliasParam } from './rows.ts';
 import { GroupCommitter } from './group-commit.ts';
 import { MAX_EVENT_BATCH_BYTES } from './limits.ts';
-import { encodeEventChunk, eventClaimView, EventChunk, insertOnce } from './message-ids.ts';
-import { eventBatchSchema, ingestResultSchema, parseEventBatch, type ParsedEvent } from './schema.ts';
+import { encodeEventBatch, EVENT_COLUMNS, type EventChunk } from './encode.ts';
+import { eventClaimView, insertOnce } from './message-ids.ts';
+import { eventBatchSchema, ingestResultSchema } from './schema.ts';
 
 export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> {
   const { ingest } = deps.config;
@@ -42,13 +43,13 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> 
 }
 
 /**
- * One INSERT into events of JSONEachRow chunks (see encodeEventRows), sent as they are: one raw
- * body, no per-row encoding on the way. The materialized views fill user_properties and
- * group_memberships from the same INSERT. Resolves once ClickHouse has acknowledged it.
+ * One INSERT into events of RowBinary chunks (encode.ts, columns EVENT_COLUMNS), sent as they
+ * are: one raw body. The materialized views fill user_properties and group_memberships from the
+ * same INSERT. Resolves once ClickHouse has acknowledged it.
  */
-export async function insertEvents(client: ClickHouseClient, chunks: readonly (string | Buffer)[]): Promise<void> {
+export async function insertEvents(client: ClickHouseClient, chunks: readonly Buffer[]): Promise<void> {
   const result = await client.exec({
-    query: 'INSERT INTO events FORMAT JSONEachRow',
+    query: INSERT_EVENTS,
     values: Readable.from(chunks, { objectMode: false }),
     clickhouse_settings: {
       async_insert: 0,
@@ -65,13 +66,15 @@ export async function insertEvents(client: ClickHouseClient, chunks: readonly (s
   for await (const _ of result.stream);
 }
 
+const INSERT_EVENTS = `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) FORMAT RowBinary`;
+
 /** POST /1.0/event, and the group committer its requests share (drained at shutdown). */
 export function eventsFeature(deps: AppDeps): Feature {
   const committer = createEventCommitter(deps);
   return {
     drain: () => committer.drain(),
     routes: [
-      defineRoute<ParsedEvent[]>({
+      defineRoute<{ chunk: EventChunk; receivedAt: number }>({
         operationId: 'sendEvents',
         method: 'POST',
         path: '/1.0/event',
@@ -81,18 +84,20 @@ export function eventsFeature(deps: AppDeps): Feature {
         rateLimit: 'event',
         body: {
           schema: eventBatchSchema,
-          parse: parseEventBatch,
+          // Checked and encoded in one walk; the schema answers the 400 (encode.ts).
+          parse: (raw, auth) => {
+            const receivedAt = new Date();
+            return { chunk: encodeEventBatch(raw, auth.orgId, receivedAt), receivedAt: receivedAt.getTime() };
+          },
           // Every batch the contract allows fits (limits.ts derives it: ~45 MB with everything escaped).
           limitBytes: Math.max(deps.config.bodyLimitBytes, MAX_EVENT_BATCH_BYTES),
           example: [{ type: 'track', event_name: 'signup', user_alias: 'user-42', properties: { plan: 'pro' } }],
         },
         success: { status: 200, description: 'Committed', schema: ingestResultSchema, example: { count: 100, duplicates: 3, lag: 12 } },
         errors: [400, 401, 403, 413, 415, 429, 503],
-        handler: async ({ auth, body }) => {
-          const receivedAt = new Date();
-          const chunk = encodeEventChunk(auth.orgId, body, receivedAt);
+        handler: async ({ body: { chunk, receivedAt } }) => {
           const committedAt = await committer.submit(chunk, chunk.rows);
-          return { count: chunk.rows, duplicates: chunk.duplicates, lag: committedAt - receivedAt.getTime() };
+          return { count: chunk.rows, duplicates: chunk.duplicates, lag: committedAt - receivedAt };
         },
       }),
       defineRoute({

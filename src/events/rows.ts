@@ -1,6 +1,8 @@
 /**
- * Parsed events -> rows of the `events` table (schema/002-events.sql), written as JSONEachRow.
- * Pure apart from random ids: no clock (the caller passes the reception time), no I/O.
+ * Parsed events -> rows of the `events` table (schema/002-events.sql): what each column holds.
+ * The write path encodes the same rows in one walk (encode.ts), held to these by a property test;
+ * the ids and the stored time below are shared by both. Pure apart from random ids: no clock (the
+ * caller passes the reception time), no I/O.
  *
  * Ids:
  * - event_id: random UUID v4.
@@ -12,7 +14,7 @@
  * name (JSON escapes quotes and separators) and a user id never equals a group id.
  */
 import { randomUUID } from 'node:crypto';
-import { parse as parseUuid, v5 } from 'uuid';
+import { parse as parseUuid, stringify as stringifyUuid, v5 } from 'uuid';
 import { charCount } from '../chars.ts';
 import { invalid } from '../errors.ts';
 import { formatDbDate, parseIsoMillis } from '../time/iso.ts';
@@ -30,7 +32,7 @@ export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 /** Events older than this (relative to reception) get the reception time instead. */
 export const MAX_EVENT_AGE_MS = 7 * 24 * 60 * 60 * 1000;
 
-/** One row of `events`, in the JSONEachRow shape the table takes. */
+/** One row of `events`, as text. */
 export interface EventRow {
   org_id: string;
   event_id: string;
@@ -76,16 +78,17 @@ const TALLYHOUSE_NAMESPACE_BYTES = parseUuid(TALLYHOUSE_ID_NAMESPACE);
 /**
  * Name-based ids repeat: a product sends many events per user and group. Hashing costs about as
  * much as building the rest of a row, so the ids of the names seen last are kept, per organization
- * and kind. Bounded: past the limit the cache starts over, never a growing map.
+ * and kind, as their 16 bytes (what the INSERT sends). Bounded: past the limit the cache starts
+ * over, never a growing map.
  */
 const ID_CACHE_LIMIT = 100_000;
-let idCache = new Map<string, Map<string, string>>();
+let idCache = new Map<string, Map<string, Uint8Array>>();
 let idCacheSize = 0;
-function cachedId(scope: string, key: string, name: () => string): string {
+function cachedId(scope: string, key: string, name: () => string): Uint8Array {
   let ids = idCache.get(scope);
   let id = ids?.get(key);
   if (id !== undefined) return id;
-  id = uuidV5(TALLYHOUSE_NAMESPACE_BYTES, name());
+  id = v5(name(), TALLYHOUSE_NAMESPACE_BYTES, new Uint8Array(16));
   if (idCacheSize >= ID_CACHE_LIMIT) {
     idCache = new Map();
     idCacheSize = 0;
@@ -106,16 +109,24 @@ export function userAliasParam(params: Record<string, string>): string {
 
 /** The stable internal user id of an alias within an organization. */
 export function userIdForAlias(orgId: string, alias: string): string {
+  return stringifyUuid(userIdBytes(orgId, alias));
+}
+
+/** userIdForAlias as its 16 bytes (RFC 9562 order). */
+export function userIdBytes(orgId: string, alias: string): Uint8Array {
   return cachedId('user\u0000' + orgId, alias, () => JSON.stringify(['user', orgId.toLowerCase(), alias]));
 }
 
 /** The stable id of a group within an organization; a missing group_type is ''. */
 export function groupIdFor(orgId: string, groupType: string | null | undefined, groupName: string): string {
+  return stringifyUuid(groupIdBytes(orgId, groupType, groupName));
+}
+
+/** groupIdFor as its 16 bytes. */
+export function groupIdBytes(orgId: string, groupType: string | null | undefined, groupName: string): Uint8Array {
   const type = groupType ?? '';
   // JSON-encoded key: no two (type, name) pairs share one.
-  return cachedId('group\u0000' + orgId, JSON.stringify([type, groupName]), () =>
-    JSON.stringify(['group', orgId.toLowerCase(), type, groupName]),
-  );
+  return cachedId('group\u0000' + orgId, JSON.stringify([type, groupName]), () => JSON.stringify(['group', orgId.toLowerCase(), type, groupName]));
 }
 
 /**
@@ -199,50 +210,4 @@ export function toEventRows(orgId: string, events: readonly ParsedEvent[], recei
 
 function assertNever(value: never): never {
   throw new Error(`Unhandled event type: ${JSON.stringify(value)}`);
-}
-
-/**
- * Rows as the JSONEachRow body of an INSERT: one JSON object per line. Encoded in the request
- * handler, so a flush only concatenates the strings of its requests and the row objects die young.
- * Built by hand rather than with JSON.stringify(row): ids, timestamps, numbers and the type are
- * formats the service made itself and need no escaping, and a field that holds its column's
- * default ('' or the nil UUID; most fields of most types) is left out, as JSONEachRow allows
- * (input_format_defaults_for_omitted_fields), which makes the body smaller to write and to parse.
- */
-export function encodeEventRows(rows: readonly EventRow[]): string {
-  let out = '';
-  for (const row of rows) out += encodeEventRow(row);
-  return out;
-}
-
-const TEXT_FIELDS = [
-  'event_name',
-  'user_alias',
-  'context_locale',
-  'context_timezone',
-  'group_type',
-  'group_name',
-  'url',
-  'screen_name',
-  'agent_id',
-  'conversation_id',
-  'copilot_session_id',
-  'prompt',
-  'response',
-  'rating',
-  'rating_scale',
-  'message_id',
-] as const satisfies readonly (keyof EventRow)[];
-
-function encodeEventRow(row: EventRow): string {
-  let line =
-    `{"org_id":"${row.org_id}","event_id":"${row.event_id}","type":"${row.type}","user_id":"${row.user_id}",` +
-    `"anonymous":${row.anonymous},"timestamp":"${row.timestamp}","received_at":"${row.received_at}","seq":${row.seq},` +
-    `"properties":${JSON.stringify(row.properties)}`;
-  if (row.group_id !== NIL_UUID) line += `,"group_id":"${row.group_id}"`;
-  for (const field of TEXT_FIELDS) {
-    const value = row[field];
-    if (value !== '') line += `,"${field}":${JSON.stringify(value)}`;
-  }
-  return line + '}\n';
 }

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { insertEvents } from '../../src/events/routes.ts';
-import { encodeEventRows, toEventRows } from '../../src/events/rows.ts';
+import { encodeEventChunk } from '../../src/events/encode.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
 import { ALIASES, NAMES, genHistory, historyBase, readEvents, writeHistory } from './analysis-fixture.ts';
 import { refRetention, refStickiness, type Period, type Pred, type RefEvent } from './funnel-reference.ts';
@@ -142,7 +142,7 @@ describe('Event retention (HTTP) against the reference', function () {
             ...(e.alias ? { user_alias: e.alias } : {}), timestamp: new Date(t).toISOString(), message_id: `m-${i}`,
           };
           seqOf.set(item.message_id, 0);
-          return encodeEventRows(toEventRows(orgId, parseEventBatch([item]), new Date(t + 1000)));
+          return encodeEventChunk(orgId, parseEventBatch([item]), new Date(t + 1000)).body;
         });
         await insertEvents(svc.client, chunks);
         const stored = await readEvents(svc, read, seqOf);

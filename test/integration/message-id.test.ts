@@ -5,6 +5,7 @@ import { GroupCommitter } from '../../src/events/group-commit.ts';
 import { encodeEventChunk, EventChunk, insertOnce } from '../../src/events/message-ids.ts';
 import { insertEvents } from '../../src/events/routes.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
+import { tooLargeString } from './event-chunks.ts';
 import { startTestService, type TestService } from './harness.ts';
 
 /**
@@ -142,8 +143,8 @@ describe('POST /1.0/event with message_id (exactly once)', () => {
         classify: insertDataError,
       });
       const good = chunk(bad, [track('z')]);
-      // An unpaired surrogate escape: valid JSON, refused by ClickHouse, so the flush is split.
-      const refused = new EventChunk(bad, Buffer.from(good.body.toString().replace('"event_name":"signup"', '"event_name":"\\ud800"')), 1, good.keys, good.eventIds);
+      // A string length past any limit: refused by ClickHouse (TOO_LARGE_STRING_SIZE), so the flush is split.
+      const refused = new EventChunk(bad, tooLargeString(good.body), 1, good.keys, good.eventIds, good.offsets);
       const first = chunk(org, [track('s1'), track('s2')]);
       const second = chunk(org, [track('s2'), track('s3')]);
       const results = await Promise.allSettled([committer.submit(first, 2), committer.submit(refused, 1), committer.submit(second, 2)]);

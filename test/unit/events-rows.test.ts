@@ -5,7 +5,6 @@ import {
   NIL_UUID,
   TALLYHOUSE_ID_NAMESPACE,
   effectiveTimestamp,
-  encodeEventRows,
   groupIdFor,
   toEventRows,
   userIdForAlias,
@@ -268,48 +267,6 @@ describe('event rows', () => {
 
     it('returns no rows for no events', () => {
       expect(toEventRows(ORG, [], RECEIVED)).to.deep.equal([]);
-    });
-  });
-
-  describe('encodeEventRows', () => {
-    const decode = (text: string) => text.split('\n').slice(0, -1).map((line) => JSON.parse(line) as Partial<EventRow>);
-    /** What ClickHouse fills in for an omitted field (input_format_defaults_for_omitted_fields). */
-    const withDefaults = (row: Partial<EventRow>): Record<string, unknown> => {
-      const out: Record<string, unknown> = {};
-      for (const key of Object.keys(rowOf({ type: 'identify' }))) out[key] = key === 'group_id' ? NIL_UUID : '';
-      return { ...out, ...row };
-    };
-
-    it('writes one JSON line per row that, with the column defaults, is the row', () => {
-      const rows = rowsOf([
-        { type: 'track', event_name: 'Signed "up"\n', user_alias: 'ålice\u2028', properties: { plan: 'pro' }, context: { locale: 'fr-FR' } },
-        { type: 'group.assign', user_alias: 'bob', group_type: 'company', group_name: 'Acme' },
-        { type: 'copilot', event_name: 'service_copilot_response', agent_id: 'a', conversation_id: 'c', copilot_session_id: 's', response: '</script>\u0000'.repeat(500) },
-        { type: 'page', url: 'https://e.com/?q="1"' },
-      ]);
-      const text = encodeEventRows(rows);
-      expect(text.endsWith('\n')).to.equal(true);
-      expect(decode(text).map(withDefaults)).to.deep.equal(rows);
-    });
-
-    it('leaves out the fields that hold their column default', () => {
-      const [line] = decode(encodeEventRows(rowsOf([{ type: 'identify', user_alias: 'u' }])));
-      expect(Object.keys(line).sort()).to.deep.equal(
-        ['anonymous', 'event_id', 'org_id', 'properties', 'received_at', 'seq', 'timestamp', 'type', 'user_alias', 'user_id'].sort(),
-      );
-    });
-
-    it('round-trips any text fast-check makes', () => {
-      fc.assert(
-        fc.property(fc.string({ unit: 'binary' }), fc.string({ unit: 'binary', minLength: 1, maxLength: 200 }), (prompt, alias) => {
-          const rows = [{ ...rowOf({ type: 'copilot', event_name: 'service_copilot_conversion', agent_id: 'a' }), prompt, user_alias: alias }];
-          expect(decode(encodeEventRows(rows)).map(withDefaults)).to.deep.equal(rows);
-        }),
-      );
-    });
-
-    it('is empty for no rows', () => {
-      expect(encodeEventRows([])).to.equal('');
     });
   });
 });

@@ -1,0 +1,40 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { parse as parseUuid } from 'uuid';
+import { RowBinaryReader, RowBinaryWriter } from '../../src/clickhouse/rowbinary.ts';
+
+describe('RowBinary writer (the event write path\'s operations)', () => {
+  it('writes any text once with its UTF-8 length, whatever the length prefix turns out to need (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.string({ unit: 'binary', maxLength: 300 }), fc.string({ unit: 'grapheme', minLength: 40, maxLength: 6000 })), { maxLength: 6 }), (texts) => {
+        const w = new RowBinaryWriter(16);
+        const lengths = texts.map((t) => w.string(t));
+        expect(lengths).to.deep.equal(texts.map((t) => Buffer.byteLength(t)));
+        const r = new RowBinaryReader(w.copyOut());
+        expect(texts.map(() => r.string())).to.deep.equal(texts.map((t) => Buffer.from(t).toString()));
+        expect(r.done).to.equal(true);
+      }),
+    );
+  });
+
+  it('writes quotes, newlines, NUL and the JSON escapes as plain bytes', () => {
+    const text = 'Signed "up"\n\u0000</script>\u2028é😀';
+    const w = new RowBinaryWriter();
+    w.string(text);
+    expect(w.finish()).to.deep.equal(Buffer.concat([Buffer.from([Buffer.byteLength(text)]), Buffer.from(text)]));
+  });
+
+  it('writes UUIDs as two little-endian halves, integers little endian, milliseconds as Int64', () => {
+    const w = new RowBinaryWriter();
+    w.uuidBytes(parseUuid('00112233-4455-6677-8899-aabbccddeeff'));
+    w.uuid('00112233-4455-6677-8899-aabbccddeeff');
+    w.uint16(0x0102);
+    w.dateTime64ms(-1);
+    w.dateTime64ms(Date.UTC(2026, 10, 22));
+    const out = w.finish();
+    expect(out.subarray(0, 16).toString('hex')).to.equal('7766554433221100ffeeddccbbaa9988');
+    expect(out.subarray(16, 32)).to.deep.equal(out.subarray(0, 16));
+    const r = new RowBinaryReader(out);
+    expect([r.uuid(), r.uuid(), r.uint16(), r.int64(), r.int64()]).to.deep.equal(['00112233-4455-6677-8899-aabbccddeeff', '00112233-4455-6677-8899-aabbccddeeff', 0x0102, -1n, BigInt(Date.UTC(2026, 10, 22))]);
+  });
+});
