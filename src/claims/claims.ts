@@ -76,6 +76,13 @@ export interface ClaimTable {
   prune?: (since: string) => string;
   /** SQL: a UUID that names the row (events: event_id): tells a writer's own rows from others'. */
   rowId: string;
+  /**
+   * Whether `rowId` names the write rather than the row (every row of one INSERT carries the same
+   * one, a batch UUID): `advance` then tells the writer's own rows by row and computes no key for
+   * them; otherwise by part (`markers` name one row of each own part), and the keys of the own
+   * parts are computed and dropped.
+   */
+  rowIdNamesWrite?: boolean;
   /** SQL: a UUID column that narrows a lookup (events: org_id, the sorting key's first column). */
   scope: string;
 }
@@ -226,13 +233,16 @@ export class ClaimView {
     const p = new ParamBag();
     const w = p.add(from.toString(), 'UInt64');
     const own = p.add(markers, 'Array(UUID)');
+    // Per row, the `if` is evaluated lazily (short-circuit): own rows cost no key computation.
+    const theirs = `NOT ${s.rowId} IN ${own}`;
+    const others = (expr: string, empty: string) => (s.rowIdNamesWrite ? `groupArrayIf(if(${theirs}, ${expr}, ${empty}), ${theirs})` : `if(mine, [], groupArray(${expr}))`);
     const rs = await client.query({
       query: `SELECT toString(_block_number) AS b, toString(max(${PART_TOP})) AS top,
                      groupArrayIf(toString(${s.rowId}), ${s.rowId} IN ${own}) AS marks, notEmpty(marks) AS mine,
-                     if(mine, [], groupArray(hex(${s.key}))) AS keys,
-                     if(mine, [], groupArray(toString(${s.rowId}))) AS ids,
-                     if(mine, [], groupArray(toString(${s.scope}))) AS scopes,
-                     if(mine, [], groupArray(toUnixTimestamp64Milli(${s.claimedAt}))) AS times
+                     ${others(`hex(${s.key})`, "''")} AS keys,
+                     ${others(`toString(${s.rowId})`, "''")} AS ids,
+                     ${others(`toString(${s.scope})`, "''")} AS scopes,
+                     ${others(`toUnixTimestamp64Milli(${s.claimedAt})`, '0')} AS times
               FROM ${s.table}
               WHERE ${PART_TOP} > ${w} AND _block_number > ${w} AND ${s.isClaim}
               GROUP BY _block_number`,

@@ -39,6 +39,7 @@ export const RESPONSE_ID_CLAIMS: ClaimTable = {
   // Identities never expire: no window, one generation of the filter.
   claimedAt: "toDateTime64(0, 3, 'UTC')",
   rowId: 'claim',
+  rowIdNamesWrite: true,
   scope: 'org_id',
 };
 
