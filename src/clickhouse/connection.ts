@@ -4,7 +4,7 @@ import type { Logger } from '../log.ts';
 import { connectEmbeddedCluster, connectExternalCluster } from './cluster.ts';
 import { unavailable } from '../errors.ts';
 import type { ClusterLayout } from './cluster-ddl.ts';
-import { EngineProcess, findRunningEngine, probe, sleep, type EngineEndpoint, type EngineOptions } from './engine.ts';
+import { ENGINE_KEEP_ALIVE_TIMEOUT_S, EngineProcess, findRunningEngine, probe, sleep, type EngineEndpoint, type EngineOptions } from './engine.ts';
 import { PINNED_SETTINGS } from './settings.ts';
 
 /**
@@ -36,6 +36,8 @@ export interface DatabaseNode {
   admin: ClickHouseClient;
 }
 
+const EMBEDDED_IDLE_SOCKET_TTL_MS = (ENGINE_KEEP_ALIVE_TIMEOUT_S * 1000) / 2;
+
 export function buildClient(endpoint: EngineEndpoint, config: Config, database: string | undefined, maxOpenConnections = 64): ClickHouseClient {
   return createClient({
     url: endpoint.url,
@@ -50,6 +52,9 @@ export function buildClient(endpoint: EngineEndpoint, config: Config, database: 
     use_multipart_params_auto: true,
     // Loopback or a LAN: compressing costs more CPU than it saves.
     compression: { request: false, response: false },
+    // The embedded engine closes idle connections after ENGINE_KEEP_ALIVE_TIMEOUT_S: a socket idle
+    // for half of it is not reused. A user's server keeps the client's default.
+    ...(config.clickhouse.url ? {} : { keep_alive: { idle_socket_ttl: EMBEDDED_IDLE_SOCKET_TTL_MS } }),
     // Failures reach our own error handling and request log; the client's logger would repeat them.
     log: { level: ClickHouseLogLevel.OFF },
     // Correctness never depends on the server's defaults (settings.ts); a query may override one.

@@ -20,6 +20,15 @@ import type { Logger } from '../log.ts';
  */
 export const ENGINE_KEY_HEADER = 'X-Tallyhouse-Engine-Key';
 
+/**
+ * Seconds the engine keeps an idle keep-alive connection open (its default is 30). The engine's
+ * stop waits for idle connections to time out, up to 5 s: another client's idle pooled socket (a
+ * CLI, a bench, a second service on the same DATA_DIR) held the service's exit that long. The
+ * engine's clients drop their idle sockets sooner (EMBEDDED_IDLE_SOCKET_TTL_MS), so they never
+ * send a request on a socket the engine is closing.
+ */
+export const ENGINE_KEEP_ALIVE_TIMEOUT_S = 1;
+
 export interface EngineEndpoint {
   url: string;
   headers: Record<string, string>;
@@ -67,6 +76,7 @@ function engineConfigXml(key: string): string {
   </http_handlers>
   <query_log><database>system</database><table>query_log</table><flush_interval_milliseconds>1000</flush_interval_milliseconds></query_log>
   <os_threads_nice_value_merge_mutate>10</os_threads_nice_value_merge_mutate>
+  <keep_alive_timeout>${ENGINE_KEEP_ALIVE_TIMEOUT_S}</keep_alive_timeout>
 </clickhouse>
 `;
 }

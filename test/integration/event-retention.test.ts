@@ -5,7 +5,7 @@ import { insertEvents } from '../../src/events/routes.ts';
 import { encodeEventRows, toEventRows } from '../../src/events/rows.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
 import { ALIASES, NAMES, genHistory, historyBase, readEvents, writeHistory } from './analysis-fixture.ts';
-import { refRetention, type Period, type Pred, type RefEvent } from './funnel-reference.ts';
+import { refRetention, refStickiness, type Period, type Pred, type RefEvent } from './funnel-reference.ts';
 import { startTestService, type TestService } from './harness.ts';
 
 /**
@@ -13,6 +13,7 @@ import { startTestService, type TestService } from './harness.ts';
  * through POST /1.0/event over five days (daily periods), and histories of nine months written
  * through the write path's own row builder with their reception time back then (POST /1.0/event
  * keeps only the last 7 days), for weekly and monthly periods; cohorts, splits, and a deleted user.
+ * SEARCH /1.0/event/stickiness is checked on the same histories (its start step is the event).
  */
 type Rec = Record<string, any>;
 
@@ -74,6 +75,7 @@ describe('Event retention (HTTP) against the reference', function () {
   after(() => svc?.close());
 
   const retention = (token: string, body: unknown) => svc.request('SEARCH', '/1.0/event/retention', { token, body });
+  const stickiness = (token: string, body: unknown) => svc.request('SEARCH', '/1.0/event/stickiness', { token, body });
 
   it('agrees on random histories by day, with a cohort split, before and after a user deletion', async () => {
     await fc.assert(
@@ -92,12 +94,16 @@ describe('Event retention (HTTP) against the reference', function () {
         expect((await svc.request('POST', '/1.0/survey/response', { token: respond, body: [response] })).status).to.equal(200);
         const check = async (label: string) => {
           for (const q of queries) {
-            const body = { ...bodyOf(q, base, 'day'), split_by_cohorts: [{ name: 'respondents', cohort: { survey_ids: [survey] } }] };
+            const body: Rec = { ...bodyOf(q, base, 'day'), split_by_cohorts: [{ name: 'respondents', cohort: { survey_ids: [survey] } }] };
             const res = await retention(read, body);
             expect(res.status, JSON.stringify(res.body)).to.equal(200);
             expect(res.body.period).to.equal('day');
             expect(res.body.cohorts, `${label} ${JSON.stringify(body)}`).to.deep.equal(expected(stored, q, base, 'day'));
             expect(res.body.split[0].cohorts, `${label} split ${JSON.stringify(body)}`).to.deep.equal(expected(stored, q, base, 'day', new Set([member])));
+            const sticky = await stickiness(read, { event: q.start.body, interval: 'day', ...(body.range ? { range: body.range } : {}), split_by_cohorts: body.split_by_cohorts });
+            expect(sticky.status, JSON.stringify(sticky.body)).to.equal(200);
+            expect(sticky.body.stickiness, `${label} stickiness`).to.deep.equal(refStickiness(stored, { event: q.start.pred!, period: 'day', range: rangeMs(q, base) }));
+            expect(sticky.body.split[0].stickiness, `${label} stickiness split`).to.deep.equal(refStickiness(stored, { event: q.start.pred!, period: 'day', range: rangeMs(q, base), users: new Set([member]) }));
           }
         };
         await check('written');
@@ -148,11 +154,28 @@ describe('Event retention (HTTP) against the reference', function () {
             expect(res.status, JSON.stringify(res.body)).to.equal(200);
             const want = expected(stored, q, base, period);
             expect(res.body.cohorts, `${JSON.stringify(body)} got ${JSON.stringify(res.body.cohorts)} want ${JSON.stringify(want)}`).to.deep.equal(want);
+            const sticky = await stickiness(read, { event: q.start.body, interval: period, ...(body.range ? { range: body.range } : {}) });
+            expect(sticky.body.stickiness, `stickiness ${JSON.stringify(body)}`).to.deep.equal(refStickiness(stored, { event: q.start.pred!, period, range: rangeMs(q, base) }));
           }
         }
       }),
       { numRuns: Number(process.env.RETENTION_RUNS ?? 12), seed: Number(process.env.RETENTION_SEED ?? 2425), endOnFailure: true },
     );
+  });
+
+  it('answers a range ending past 2149 (beyond the engine\'s Date) as one without an end', async () => {
+    const orgId = randomUUID();
+    const [write, read] = [await svc.token(['events'], orgId), await svc.token(['events:read'], orgId)];
+    const base = historyBase();
+    const sent = ['u1', 'u2', 'u1'].map((alias, i) => ({ type: 'track', event_name: 'a', user_alias: alias, timestamp: new Date(base + i * 2 * 86_400_000).toISOString() }));
+    expect((await svc.request('POST', '/1.0/event', { token: write, body: sent })).status).to.equal(200);
+    for (const period of ['day', 'week', 'month']) {
+      const body = { start: { filters: [{ key: 'event_name', operator: 'eq', value: 'a' }] }, period, periods: 52 };
+      const open = await retention(read, body);
+      const far = await retention(read, { ...body, range: { start: '1900-01-01T00:00:00Z', end: '2290-06-30T00:00:00Z' } });
+      expect(open.body.cohorts.length, period).to.be.above(0);
+      expect(far.body.cohorts, period).to.deep.equal(open.body.cohorts);
+    }
   });
 
   it('answers a 400 naming the problem', async () => {
@@ -169,6 +192,16 @@ describe('Event retention (HTTP) against the reference', function () {
       [{ start: { filters: [{ key: 'event_name', operator: 'between', value: 'a' }] } }, 'start.filters[0].operator'],
       [{ start, cohort: { answer: { question_id: 'q', operator: 'gte' } } }, 'cohort.answer.value'],
     ];
+    const stickyCases: [unknown, string][] = [
+      [{ event: { filters: [] } }, 'event.filters'],
+      [{}, 'event'],
+      [{ event: start, interval: 'hour' }, 'interval'],
+    ];
+    for (const [body, path] of stickyCases) {
+      const res = await stickiness(read, body);
+      expect(res.status, JSON.stringify(body)).to.equal(400);
+      expect(res.body.error.issues.map((i: Rec) => i.path), JSON.stringify(body)).to.include(path);
+    }
     for (const [body, path] of cases) {
       const res = await retention(read, body);
       expect(res.status, JSON.stringify(body)).to.equal(400);

@@ -30,7 +30,12 @@ interface Reach {
   P: (number | null)[];
 }
 
-const byEventOrder = (a: RefEvent, b: RefEvent) => a.t - b.t || a.r - b.r || a.seq - b.seq || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+/**
+ * The event order: timestamp, reception, position in the request. (Events equal in all three, from
+ * two requests received in the same millisecond, are never written by the tests: their requests are
+ * at least 2 ms apart.)
+ */
+const byEventOrder = (a: RefEvent, b: RefEvent) => a.t - b.t || a.r - b.r || a.seq - b.seq;
 
 /** Ordered: chains of distinct events in event order, steps 1..j, last - first <= window. */
 function reachOrdered(evs: RefEvent[], steps: Pred[], w: number): Reach {
@@ -285,4 +290,19 @@ export function inNpsGroup(r: RefResponse, group: keyof typeof NPS_RANGES): bool
     const s = scoreOf(a);
     return a.cta_type === 'nps' && s !== null && Number.isInteger(s) && s >= 0 && s <= 10 && s >= lo && s <= hi;
   });
+}
+
+// --- stickiness --------------------------------------------------------------------------------
+
+/** Users by the number of distinct periods of the range in which they did the event, 1..max. */
+export function refStickiness(events: RefEvent[], q: { event: Pred; period: Period; range?: { start?: number; end?: number }; users?: Set<string> }): { periods: number; users: number }[] {
+  const active = new Map<string, Set<number>>();
+  for (const e of events) {
+    if (!q.event(e) || !inRange(e.t, q.range) || (q.users && !q.users.has(e.user))) continue;
+    if (!active.has(e.user)) active.set(e.user, new Set());
+    active.get(e.user)!.add(periodOf(e.t, q.period).index);
+  }
+  const counts = [...active.values()].map((s) => s.size);
+  const max = counts.reduce((m, n) => Math.max(m, n), 0);
+  return Array.from({ length: max }, (_, i) => ({ periods: i + 1, users: counts.filter((n) => n === i + 1).length }));
 }

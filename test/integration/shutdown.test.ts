@@ -1,8 +1,9 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { expect } from 'chai';
-import { Agent, request as httpRequest } from 'node:http';
+import { Agent, get, request as httpRequest } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { connectDatabase } from '../../src/clickhouse/connection.ts';
+import { ENGINE_KEEP_ALIVE_TIMEOUT_S, findRunningEngine } from '../../src/clickhouse/engine.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { isAlive, startServiceProcess, type ServiceProcess } from './service-process.ts';
@@ -159,6 +160,28 @@ describe('graceful shutdown of tallyhouse serve (real signals)', function () {
     const stored = await storedCounts(svc.dataDir);
     for (const o of load.outcomes.filter((o) => o.status === 200)) expect(stored.get(o.name), o.name).to.equal(20);
     for (const [name, count] of stored) expect(count, name).to.equal(20);
+  });
+
+  it('another client of the engine (a CLI, a bench) holding an idle keep-alive connection: the engine closes it by its own short timeout, so it does not hold the stop', async () => {
+    svc = await startServiceProcess();
+    const enginePid = svc.engineState().pid;
+    const endpoint = (await findRunningEngine(svc.dataDir))!;
+    // A Node agent keeps an idle socket until the server closes it.
+    const agent = new Agent({ keepAlive: true });
+    const keepAlive = await new Promise<string>((resolve, reject) =>
+      get(`${endpoint.url}/?query=SELECT%201`, { agent, headers: endpoint.headers }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(String(res.headers['keep-alive'])));
+      }).on('error', reject),
+    );
+    // The engine's stop waits for idle connections until this timeout (its default, 30 s: the stop
+    // then waited 5 s).
+    expect(keepAlive).to.match(new RegExp(`^timeout=${ENGINE_KEEP_ALIVE_TIMEOUT_S}\\b`));
+    svc.child.kill('SIGTERM');
+    const exit = await svc.exited;
+    agent.destroy();
+    expectGracefulExit(svc, exit, 'SIGTERM');
+    await waitUntil(() => !isAlive(enginePid), 'the engine to exit with the service');
   });
 
   it('SIGINT to the whole process group (a terminal Ctrl-C) lets queued events commit before the engine stops', async () => {

@@ -50,6 +50,18 @@ export const retentionResultSchema = v.object({
   split: v.optional(v.array(v.object({ name: v.string(), cohorts: retentionCohortsSchema }))),
 });
 
+const stickinessSchema = v.pipe(
+  v.array(v.object({ periods: v.pipe(v.number(), v.integer(), v.minValue(1)), users: count })),
+  v.description('Users who did the event in exactly `periods` distinct periods of the range, for every count from 1 to the largest'),
+);
+
+export const stickinessResultSchema = v.object({
+  took,
+  interval: v.picklist(['day', 'week', 'month']),
+  stickiness: stickinessSchema,
+  split: v.optional(v.array(v.object({ name: v.string(), stickiness: stickinessSchema }))),
+});
+
 const step = (users: number, fromFirst: number | null, fromPrevious: number | null, median: number | null, p90: number | null) => ({
   users, conversion_from_first: fromFirst, conversion_from_previous: fromPrevious, median_seconds_from_previous: median, p90_seconds_from_previous: p90,
 });
@@ -67,4 +79,10 @@ export const RETENTION_EXAMPLE = {
     { start: '2026-11-02T00:00:00.000000Z', users: 80, returned: [41, 30, 22, 20] },
     { start: '2026-11-09T00:00:00.000000Z', users: 64, returned: [35, 27, 19, 0] },
   ],
+};
+
+export const STICKINESS_EXAMPLE = {
+  took: 22,
+  interval: 'day',
+  stickiness: [{ periods: 1, users: 96 }, { periods: 2, users: 41 }, { periods: 3, users: 12 }, { periods: 4, users: 0 }, { periods: 5, users: 3 }],
 };

@@ -4,8 +4,8 @@
  * their time from the previous step.
  *
  * Per user, the events in range that match a step (every event, in strict order) are sorted in
- * the event order of the service (timestamp, then reception: received_at, seq, event_id), each
- * with the bit mask of the steps it matches. Then one pass per step over that array, each a few
+ * the event order of the service (timestamp, then reception: received_at, seq), each with the bit
+ * mask of the steps it matches. Then one pass per step over that array, each a few
  * array functions of the engine (arrayFill, arrayMap, arrayFirst: vectorized, no per-event
  * lambda state):
  *
@@ -28,7 +28,7 @@
  */
 import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
 import { propertyValue } from '../read/compile.ts';
-import { PERIODS, analysisSource, groupsSql, perUserSql, stepSql, type AnalysisScope, type Period, type StepNode } from './steps.ts';
+import { PERIODS, analysisSource, groupsSql, perUserSql, scanUserColumns, stepSql, type AnalysisScope, type Period, type StepNode } from './steps.ts';
 
 export const FUNNEL_ORDERS = ['ordered', 'strict', 'any'] as const;
 export type FunnelOrder = (typeof FUNNEL_ORDERS)[number];
@@ -71,10 +71,9 @@ function breakdownValueSql(b: FunnelBreakdown): string {
 const WHOLE = `(toUInt8(2), '')`;
 
 /** Stage columns carried from stage to stage. */
-function carry(k: number, upTo: number, withTimes: boolean): string {
+function carry(upTo: number, withTimes: boolean): string {
   const cols = ['user_id', 'user_alias', 'anonymous', 'bv', 'ts', 'ms'];
   for (let j = 1; j <= upTo; j++) cols.push(`T${j}`, ...(withTimes ? [`P${j}`] : []));
-  void k;
   return cols.join(', ');
 }
 
@@ -86,7 +85,7 @@ function levelStages(from: string, k: number, order: FunnelOrder, windowParam: s
     src = `SELECT *, ${fill(`arrayMap((m, t) -> if(${bit(1)}, t, 0), ms, ts)`)} AS l1, ` +
       `arrayMap((t, l) -> l != 0 AND t - l <= ${windowParam}, ts, l1) AS c1, arrayFirst((t, c) -> c, ts, c1) AS T1 FROM (${src})`;
     for (let j = 2; j <= k; j++) {
-      src = `SELECT ${carry(k, j - 1, false)}, c${j - 1}, ` +
+      src = `SELECT ${carry(j - 1, false)}, c${j - 1}, ` +
         `${fill(`arrayMap((m, t) -> if(${bit(j)}, t, 0), ms, ts)`)} AS l${j}, ` +
         `arrayMap((c, t, l) -> c AND l != 0 AND t - l <= ${windowParam}, c${j - 1}, ts, l${j}) AS c${j}, ` +
         `arrayFirst((t, c) -> c, ts, c${j}) AS T${j} FROM (${src})`;
@@ -103,7 +102,7 @@ function levelStages(from: string, k: number, order: FunnelOrder, windowParam: s
     const next = order === 'ordered'
       ? `${fill(`arrayMap((u, s) -> if(u, s, 0), u, sp)`)} AS s${j}, ${fill(`arrayMap((u, t) -> if(u, t, 0), u, ts)`)} AS e${j}`
       : `arrayMap((u, s) -> if(u, s, 0), u, sp) AS s${j}, arrayMap((u, t) -> if(u, t, 0), u, ts) AS e${j}`;
-    src = `SELECT ${carry(k, j - 1, true)}, s${j}, e${j}, arrayFirst((t, u) -> u, ts, u) AS T${j}, arrayFirst((e, u) -> u, ep, u) AS P${j} ` +
+    src = `SELECT ${carry(j - 1, true)}, s${j}, e${j}, arrayFirst((t, u) -> u, ts, u) AS T${j}, arrayFirst((e, u) -> u, ep, u) AS P${j} ` +
       `FROM (SELECT *, ${next} FROM (SELECT *, ${shift(`s${j - 1}`)} AS sp, ${shift(`e${j - 1}`)} AS ep, ${u} AS u FROM (${src})))`;
   }
   return src;
@@ -121,9 +120,9 @@ export function compileFunnel(q: FunnelQuery): CompiledQuery {
 
   // The scan: the events of the steps (strict: every event of the users with a step-1 event).
   const cols = [
-    'user_id', 'user_alias', 'anonymous AS anon', 'toUnixTimestamp64Milli(timestamp) AS t', `${mask} AS m`,
+    scanUserColumns(q), 'toUnixTimestamp64Milli(timestamp) AS t', `${mask} AS m`,
     ...(bvExpr ? [`${bvExpr} AS v`] : []),
-    ...(byOrder ? ['toUnixTimestamp64Milli(received_at) AS r', 'seq', 'event_id'] : []),
+    ...(byOrder ? ['toUnixTimestamp64Milli(received_at) AS r', 'seq'] : []),
   ];
   let where = source.where();
   if (q.order === 'strict') {
@@ -133,19 +132,24 @@ export function compileFunnel(q: FunnelQuery): CompiledQuery {
     where += ` AND (${stepConds.join(' OR ')})`;
   }
   const scan = `SELECT ${cols.join(', ')} FROM events WHERE ${where}`;
-  const tuple = `tuple(t, m${bvExpr ? ', v' : ''}${byOrder ? ', r, seq, event_id' : ''})`;
-  const vAt = bvExpr ? 3 : 0;
-  const sortKey = byOrder ? `(x.1, x.${vAt ? 4 : 3}, x.${vAt ? 5 : 4}, x.${vAt ? 6 : 5})` : 'x.1';
-  const users = perUserSql(scan, { known: `arraySort(x -> ${sortKey}, groupArray(${tuple})) AS evs`, anonymous: `[${tuple}] AS evs` });
+  // A user's events sorted as tuples (lexicographically): ordered and strict in the event order
+  // (timestamp, received_at, seq), then by mask and value, which only decide between events that
+  // cannot be told apart otherwise (two requests received in the same millisecond, same position)
+  // and give the answer one value; any order needs the timestamps only.
+  const fields = byOrder ? ['t', 'r', 'seq', 'm'] : ['t', 'm'];
+  if (bvExpr) fields.push('v');
+  const at = (name: string) => `x.${fields.indexOf(name) + 1}`;
+  const tuple = `tuple(${fields.join(', ')})`;
+  const users = perUserSql(q, scan, { known: `arraySort(groupArray(${tuple})) AS evs`, anonymous: `[${tuple}] AS evs` });
 
   // One row per user (and breakdown value): times and masks; with a breakdown, step 1 counts only
   // the events of that value, so a user is in the funnel of each value they started from; and one
   // more row per user for the whole funnel.
   const perValue = bvExpr
-    ? `SELECT user_id, user_alias, anonymous, bv, arrayMap(x -> x.1, evs) AS ts, ` +
-      `arrayMap(x -> if(bv.1 = 2 OR x.${vAt} = bv, x.2, bitAnd(x.2, 65534)), evs) AS ms FROM (${users}) ` +
-      `ARRAY JOIN arrayPushFront(arrayDistinct(arrayMap(x -> x.${vAt}, arrayFilter(x -> bitTest(x.2, 0), evs))), ${WHOLE}) AS bv`
-    : `SELECT user_id, user_alias, anonymous, 0 AS bv, arrayMap(x -> x.1, evs) AS ts, arrayMap(x -> x.2, evs) AS ms FROM (${users})`;
+    ? `SELECT user_id, user_alias, anonymous, bv, arrayMap(x -> ${at('t')}, evs) AS ts, ` +
+      `arrayMap(x -> if(bv.1 = 2 OR ${at('v')} = bv, ${at('m')}, bitAnd(${at('m')}, 65534)), evs) AS ms FROM (${users}) ` +
+      `ARRAY JOIN arrayPushFront(arrayDistinct(arrayMap(x -> ${at('v')}, arrayFilter(x -> bitTest(${at('m')}, 0), evs))), ${WHOLE}) AS bv`
+    : `SELECT user_id, user_alias, anonymous, 0 AS bv, arrayMap(x -> ${at('t')}, evs) AS ts, arrayMap(x -> ${at('m')}, evs) AS ms FROM (${users})`;
 
   const levels = levelStages(perValue, k, q.order, windowParam);
   const out = ['grp', ...(bvExpr ? ['bv'] : [])];

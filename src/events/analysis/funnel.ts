@@ -8,12 +8,9 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { maxChars } from '../../chars.ts';
-import type { RunQuery } from '../../clickhouse/sql.ts';
 import { jsonObject } from '../../validation.ts';
-import { cachedRequest } from '../../query/request-cache.ts';
-import { READ_SETTINGS } from '../../query/settings.ts';
 import { FUNNEL_ORDERS, compileFunnel, type FunnelBreakdown, type FunnelOrder, type FunnelQuery, type FunnelRow } from './funnel-sql.ts';
-import { PERIOD_NAMES, analysisScopeEntries, periodStartText, stepSchema, type AnalysisScope } from './steps.ts';
+import { PERIOD_NAMES, analysisScopeEntries, answerAnalysis, periodStartText, stepSchema, type AnalysisScope } from './steps.ts';
 
 export const MIN_STEPS = 2;
 export const MAX_STEPS = 10;
@@ -135,12 +132,6 @@ export function shapeFunnel(q: FunnelQuery, rows: readonly FunnelRow[], took: nu
   };
 }
 
-export async function runFunnel(run: RunQuery, q: FunnelQuery): Promise<FunnelRow[]> {
-  return run<FunnelRow>(compileFunnel(q));
-}
-
-export async function funnel(client: ClickHouseClient, q: FunnelQuery): Promise<FunnelResult> {
-  const started = performance.now();
-  const { value: rows } = await cachedRequest(client, 'event funnel', q, READ_SETTINGS, ({ run }) => runFunnel(run, q));
-  return shapeFunnel(q, rows, Math.round(performance.now() - started));
+export function funnel(client: ClickHouseClient, q: FunnelQuery): Promise<FunnelResult> {
+  return answerAnalysis(client, 'event funnel', q, compileFunnel, shapeFunnel);
 }

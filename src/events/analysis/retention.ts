@@ -6,19 +6,18 @@
  *
  * The range bounds the start events; return events are read up to the end of the N-th period
  * after the range's last period (a period not over yet counts what happened so far). Per user,
- * one GROUP BY gives the first start's period and the set of periods with a return event; the
- * cohorts are then counted from those rows. An anonymous event is a user of its own: it can start
+ * one GROUP BY gives the first start's period and the periods with a return event (returnPeriods);
+ * the cohorts are then counted from those rows. An anonymous event is a user of its own: it can start
  * a cohort, and never comes back.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
-import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
+import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
 import { jsonObject } from '../../validation.ts';
-import { cachedRequest } from '../../query/request-cache.ts';
+import { formatDbMicros, parseInstantMicros } from '../../query/histogram.ts';
 import { DT64 } from '../../query/scope.ts';
-import { READ_SETTINGS } from '../../query/settings.ts';
 import {
-  PERIODS, PERIOD_NAMES, analysisScopeEntries, analysisSource, groupsSql, perUserSql, periodStartText, stepSchema, stepSql,
+  PERIODS, PERIOD_NAMES, analysisScopeEntries, answerAnalysis, analysisSource, groupsSql, perUserSql, periodStartText, scanUserColumns, stepSchema, stepSql,
   type AnalysisScope, type Period, type StepNode,
 } from './steps.ts';
 
@@ -56,31 +55,86 @@ export interface RetentionRow {
   returned: (number | string)[];
 }
 
+const MICROS_PER_DAY = 86_400_000_000n;
+/** The first instant DateTime64 cannot hold (2300-01-01): a bound past it bounds nothing. */
+const END_OF_TIME = BigInt(Date.UTC(2300, 0, 1)) * 1000n;
+
+const floorDiv = (a: bigint, b: bigint) => (a >= 0n ? a / b : -((-a + b - 1n) / b));
+
+/** The relative period number of an instant (µs since the epoch), as the engine's toRelative{Day,Week,Month}Num counts it. */
+export function periodIndex(micros: bigint, period: Period): number {
+  const day = Number(floorDiv(micros, MICROS_PER_DAY));
+  if (period === 'day') return day;
+  // Monday-based weeks: 1970-01-01 was a Thursday.
+  if (period === 'week') return Math.floor((day + 3) / 7);
+  const d = new Date(day * 86_400_000);
+  return d.getUTCFullYear() * 12 + d.getUTCMonth() + 1;
+}
+
+/** The start (µs) of the `n`-th period after the one holding `micros` (UTC; weeks from Monday). */
+export function periodStartAfter(micros: bigint, period: Period, n: number): bigint {
+  const day = floorDiv(micros, MICROS_PER_DAY);
+  if (period === 'day') return (day + BigInt(n)) * MICROS_PER_DAY;
+  if (period === 'week') return (day - BigInt(((Number(day % 7n) + 3) % 7 + 7) % 7) + 7n * BigInt(n)) * MICROS_PER_DAY;
+  const d = new Date(Number(day) * 86_400_000);
+  return BigInt(Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + n, 1)) * 1000n;
+}
+
+/** The first day of period number `c` (a Date32 expression: 1900..2299), inverse of the engine's toRelative*Num. */
+const PERIOD_START_OF_INDEX: Record<Period, (c: string) => string> = {
+  day: (c) => `toDate32(${c})`,
+  week: (c) => `toDate32(${c} * 7 - 3)`,
+  month: (c) => `makeDate32(intDiv(${c} - 1, 12), (${c} - 1) % 12 + 1, 1)`,
+};
+
+const micros = (t: string | undefined) => (t === undefined ? undefined : parseInstantMicros(t) ?? undefined);
+
+/**
+ * The periods with a return event, per user: the bits of one UInt64 relative to the range's first
+ * period (one OR per event) when the range is bounded and its periods plus N fit in 64, else the
+ * set of period numbers (an array per user).
+ */
+function returnPeriods(q: RetentionQuery, bag: ParamBag): { aggregate: string; none: string; has: (offset: string) => string } {
+  const [from, to] = [micros(q.range?.start), micros(q.range?.end)];
+  if (from !== undefined && to !== undefined && periodIndex(to, q.period) - periodIndex(from, q.period) + q.periods < 64) {
+    const base = bag.add(periodIndex(from, q.period), 'Int32');
+    return {
+      aggregate: `groupBitOrIf(bitShiftLeft(toUInt64(1), p - ${base}), rt)`,
+      none: 'toUInt64(0)',
+      has: (offset) => `bitTest(rp, c - ${base} + ${offset})`,
+    };
+  }
+  return { aggregate: 'groupUniqArrayIf(p, rt)', none: "CAST([], 'Array(Int32)')", has: (offset) => `has(rp, c + ${offset})` };
+}
+
 export function compileRetention(q: RetentionQuery): CompiledQuery {
   const bag = new ParamBag();
-  const { start: periodStart, index } = PERIODS[q.period];
+  const { index } = PERIODS[q.period];
   // Start events in the range; return events from its start to the end of the N-th period after its last.
   const source = analysisSource(q, bag, q.range?.start === undefined ? undefined : { start: q.range.start });
   const startSql = stepSql(q.start, source);
   const inRange = q.range?.end === undefined ? '' : ` AND timestamp <= ${bag.add(q.range.end, DT64)}`;
   const returnSql = q.return === 'any' ? 'true' : stepSql(q.return, source);
-  const returnsEnd = q.range?.end === undefined
-    ? ''
-    : ` AND timestamp < toDateTime64(${({ day: 'addDays', week: 'addWeeks', month: 'addMonths' } as const)[q.period]}(${periodStart}(${bag.add(q.range.end, DT64)}), ${bag.add(q.periods + 1, 'UInt32')}), 3, 'UTC')`;
+  const to = micros(q.range?.end);
+  const returnsEnd = to === undefined ? undefined : periodStartAfter(to, q.period, q.periods + 1);
+  const returnsBound = returnsEnd === undefined || returnsEnd >= END_OF_TIME ? '' : ` AND timestamp < ${bag.add(formatDbMicros(returnsEnd), DT64)}`;
   const scan =
-    `SELECT user_id, user_alias, anonymous AS anon, timestamp, toInt32(${index}(timestamp)) AS p, (${startSql}${inRange}) AS st, ${returnSql} AS rt ` +
-    `FROM events WHERE ${source.where()}${returnsEnd}${q.return === 'any' ? '' : ` AND (${startSql} OR ${returnSql})`}`;
-  const users = perUserSql(scan, {
-    known: `minIf(p, st) AS c, ${periodStart}(minIf(timestamp, st)) AS cstart, groupUniqArrayIf(p, rt) AS rp`,
-    having: 'countIf(st) > 0',
+    `SELECT ${scanUserColumns(q)}, toInt32(${index}(timestamp)) AS p, (${startSql}${inRange}) AS st, ${returnSql} AS rt ` +
+    `FROM events WHERE ${source.where()}${returnsBound}${q.return === 'any' ? '' : ` AND (${startSql} OR ${returnSql})`}`;
+  const returns = returnPeriods(q, bag);
+  // c: the period of the first start event (period numbers are positive: 0 = none).
+  const users = perUserSql(q, scan, {
+    known: `minIf(p, st) AS c, ${returns.aggregate} AS rp`,
+    having: 'c != 0',
     // One event: its period is its cohort's, so it is never a return.
-    anonymous: `p AS c, ${periodStart}(timestamp) AS cstart, CAST([], 'Array(Int32)') AS rp`,
+    anonymous: `p AS c, ${returns.none} AS rp`,
     anonymousWhere: 'st',
   });
   const n = bag.add(q.periods, 'UInt32');
   return compiled(
-    `SELECT grp, cstart, count() AS users, sumForEach(arrayMap(i -> toUInt64(has(rp, c + i)), range(1, ${n} + 1))) AS returned ` +
-    `FROM (${users}) ARRAY JOIN ${groupsSql(q, bag)} AS grp GROUP BY grp, c, cstart ORDER BY grp, c`,
+    `SELECT grp, toString(${PERIOD_START_OF_INDEX[q.period]('c')}) AS cstart, count() AS users, ` +
+    `sumForEach(arrayMap(i -> toUInt64(${returns.has('i')}), range(1, ${n} + 1))) AS returned ` +
+    `FROM (${users}) ARRAY JOIN ${groupsSql(q, bag)} AS grp GROUP BY grp, c ORDER BY grp, c`,
     bag,
   );
 }
@@ -109,12 +163,6 @@ export function shapeRetention(q: RetentionQuery, rows: readonly RetentionRow[],
   };
 }
 
-export function runRetention(run: RunQuery, q: RetentionQuery): Promise<RetentionRow[]> {
-  return run<RetentionRow>(compileRetention(q));
-}
-
-export async function retention(client: ClickHouseClient, q: RetentionQuery): Promise<RetentionResult> {
-  const started = performance.now();
-  const { value: rows } = await cachedRequest(client, 'event retention', q, READ_SETTINGS, ({ run }) => runRetention(run, q));
-  return shapeRetention(q, rows, Math.round(performance.now() - started));
+export function retention(client: ClickHouseClient, q: RetentionQuery): Promise<RetentionResult> {
+  return answerAnalysis(client, 'event retention', q, compileRetention, shapeRetention);
 }

@@ -1,8 +1,9 @@
 import type { AppDeps } from '../../server/context.ts';
 import { defineRoute, type Feature } from '../../server/route.ts';
-import { FUNNEL_EXAMPLE, RETENTION_EXAMPLE, funnelResultSchema, retentionResultSchema } from './answers.ts';
+import { FUNNEL_EXAMPLE, RETENTION_EXAMPLE, STICKINESS_EXAMPLE, funnelResultSchema, retentionResultSchema, stickinessResultSchema } from './answers.ts';
 import { funnel, funnelBodySchema, funnelQueryOf, type FunnelBody } from './funnel.ts';
 import { retention, retentionBodySchema, retentionQueryOf, type RetentionBody } from './retention.ts';
+import { stickiness, stickinessBodySchema, stickinessQueryOf, type StickinessBody } from './stickiness.ts';
 
 const ERRORS = [400, 401, 403, 413, 415, 429, 503] as const;
 
@@ -11,7 +12,7 @@ const COHORT_DOC =
   'answer: {question_id, operator, value|values}}` (their responses\' respondent_aliases = the events\' user_alias, in this organization) ' +
   'or `{copilot_rating: {operator, value|values}, range (timestamp)}`. `split_by_cohorts: [{name, cohort}]` answers each beside the whole.';
 
-/** Funnels and retention over the events (each SEARCH also served as POST). */
+/** Funnels, retention and stickiness over the events (each SEARCH also served as POST). */
 export function eventAnalysisFeature(deps: AppDeps): Feature {
   // Steps hold up to 100 filters of 1000 values each, like the other reads.
   const limitBytes = deps.config.bodyLimitBytes * 16;
@@ -74,6 +75,25 @@ export function eventAnalysisFeature(deps: AppDeps): Feature {
         success: { status: 200, description: '`{took, period, cohorts: [{start, users, returned: [n1, ..., nN]}], split?}`', schema: retentionResultSchema, example: RETENTION_EXAMPLE },
         errors: ERRORS,
         handler: ({ auth, body }) => retention(client(), retentionQueryOf(auth.orgId, body)),
+      }),
+      defineRoute<StickinessBody>({
+        operationId: 'eventStickiness',
+        method: 'SEARCH',
+        aliases: ['POST'],
+        path: '/1.0/event/stickiness',
+        tag: 'events',
+        summary: 'How many users did an event on exactly 1, 2, 3... distinct days (weeks, months) of the range',
+        description: `\`event\` is event filters; \`interval\`: day (default), week (from Monday) or month, in UTC. An anonymous event is a user active once. ${COHORT_DOC}`,
+        scope: 'events:read',
+        rateLimit: 'event read',
+        body: {
+          schema: stickinessBodySchema,
+          limitBytes,
+          example: { event: { filters: [{ key: 'event_name', operator: 'eq', value: 'login' }] }, interval: 'day' },
+        },
+        success: { status: 200, description: '`{took, interval, stickiness: [{periods, users}], split?}`', schema: stickinessResultSchema, example: STICKINESS_EXAMPLE },
+        errors: ERRORS,
+        handler: ({ auth, body }) => stickiness(client(), stickinessQueryOf(auth.orgId, body)),
       }),
     ],
   };

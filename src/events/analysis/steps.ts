@@ -9,15 +9,19 @@
  * own row at once, without the GROUP BY: grouping ids that never repeat would cost one hash entry
  * per anonymous event for nothing. Both kinds of rows then go through the same SQL.
  */
+import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { maxChars } from '../../chars.ts';
-import type { ParamBag } from '../../clickhouse/sql.ts';
+import type { CompiledQuery, ParamBag } from '../../clickhouse/sql.ts';
+import { cachedRequest } from '../../query/request-cache.ts';
+import { READ_SETTINGS } from '../../query/settings.ts';
 import { MAX_FILTERS } from '../../query/filter-args.ts';
 import { jsonObject } from '../../validation.ts';
 import { compileEventFilter } from '../read/compile.ts';
 import { eventFilterSchema, eventRangeSchema, type EventFilterNode } from '../read/filters.ts';
 import { EventSource } from '../read/source.ts';
-import { cohortCondition, cohortEntry, splitByCohortsSchema, type CohortNode } from './cohort.ts';
+import { cohortCondition } from './cohort-sql.ts';
+import { cohortEntry, splitByCohortsSchema, type CohortNode } from './cohort.ts';
 
 export interface StepNode {
   readonly name?: string;
@@ -80,18 +84,31 @@ export function groupsSql(scope: AnalysisScope, bag: ParamBag): string {
   return `arrayConcat([toUInt8(0)], arrayFilter(x -> x != 0, [${members.map((m) => `toUInt8(${m})`).join(', ')}]))`;
 }
 
+/** Per-user rows carry the user's alias only when a split cohort matches aliases (reading it costs a column and an aggregate). */
+const needsAlias = (scope: AnalysisScope) => scope.split.some((s) => s.cohort.kind === 'survey');
+
 /**
- * One row per user, from `scan` (a SELECT with `user_id, user_alias, anonymous AS anon` and what
- * the columns read; `anon`: an output alias named like a column would be what WHERE reads): known users grouped by user_id with the aggregate columns `known` (and `having`),
- * each anonymous event (that passes `anonymousWhere`) a row of its own with the plain columns
- * `anonymous`, which compute the same values for a user of one event.
+ * The user columns of a scan: `user_id`, `alias` (the user_alias, or '' when not needed) and
+ * `anon` (output names that are no column's, since WHERE would read an output alias named like a
+ * column instead of the column).
  */
-export function perUserSql(scan: string, columns: { known: string; anonymous: string; having?: string; anonymousWhere?: string }): string {
+export function scanUserColumns(scope: AnalysisScope): string {
+  return `user_id, ${needsAlias(scope) ? 'user_alias' : "''"} AS alias, anonymous AS anon`;
+}
+
+/**
+ * One row per user (`user_id, user_alias, anonymous` and the columns given), from `scan` (a SELECT
+ * starting with scanUserColumns): known users grouped by user_id with the aggregate columns
+ * `known` (and `having`), each anonymous event (that passes `anonymousWhere`) a row of its own with
+ * the plain columns `anonymous`, which compute the same values for a user of one event.
+ */
+export function perUserSql(scope: AnalysisScope, scan: string, columns: { known: string; anonymous: string; having?: string; anonymousWhere?: string }): string {
   const having = columns.having ? ` HAVING ${columns.having}` : '';
   const anonymousWhere = columns.anonymousWhere ? ` AND ${columns.anonymousWhere}` : '';
+  const alias = needsAlias(scope) ? 'any(alias)' : "''";
   return (
-    `SELECT user_id, any(user_alias) AS user_alias, toUInt8(0) AS anonymous, ${columns.known} FROM (${scan}) WHERE anon = 0 GROUP BY user_id${having} ` +
-    `UNION ALL SELECT user_id, user_alias, toUInt8(1) AS anonymous, ${columns.anonymous} FROM (${scan}) WHERE anon = 1${anonymousWhere}`
+    `SELECT user_id, ${alias} AS user_alias, toUInt8(0) AS anonymous, ${columns.known} FROM (${scan}) WHERE anon = 0 GROUP BY user_id${having} ` +
+    `UNION ALL SELECT user_id, alias AS user_alias, toUInt8(1) AS anonymous, ${columns.anonymous} FROM (${scan}) WHERE anon = 1${anonymousWhere}`
   );
 }
 
@@ -106,3 +123,16 @@ export const PERIOD_NAMES = Object.keys(PERIODS) as Period[];
 
 /** A period start as the engine prints a Date ('2026-11-02') -> the API's instant text. */
 export const periodStartText = (date: string) => `${date}T00:00:00.000000Z`;
+
+/** An analysis answered: its one compiled query, run once per polling window for identical requests, shaped. */
+export async function answerAnalysis<Q, Row, Answer>(
+  client: ClickHouseClient,
+  kind: string,
+  q: Q,
+  compile: (q: Q) => CompiledQuery,
+  shape: (q: Q, rows: Row[], took: number) => Answer,
+): Promise<Answer> {
+  const started = performance.now();
+  const { value: rows } = await cachedRequest(client, kind, q, READ_SETTINGS, ({ run }) => run<Row>(compile(q)));
+  return shape(q, rows, Math.round(performance.now() - started));
+}

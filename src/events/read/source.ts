@@ -6,7 +6,8 @@
  */
 import type { ParamBag } from '../../clickhouse/sql.ts';
 import { compileFilters, compileScopeWhere, type ReadScope } from '../../query/scope.ts';
-import { cohortCondition, type CohortNode } from '../analysis/cohort.ts';
+import type { CohortNode } from '../analysis/cohort.ts';
+import { cohortCondition } from '../analysis/cohort-sql.ts';
 import { compileEventFilter } from './compile.ts';
 import type { EventFilterNode } from './filters.ts';
 
