@@ -13,6 +13,7 @@ import { compileScopeWhere, DT64 as DT } from '../query/scope.ts';
 import { READ_SETTINGS } from '../query/settings.ts';
 import type { ResponsePosition } from './cursor.ts';
 import { answerFilterSql } from './answer-filter.ts';
+import { STORED_COLUMNS_SQL } from './stored-doc.ts';
 
 /** Resource limits of every survey-response query: the query language's read limits (src/query/settings.ts). */
 export const QUERY_SETTINGS: ClickHouseSettings = READ_SETTINGS;
@@ -284,7 +285,8 @@ export function compileSearchCount(scope: Scope, windowStarts: readonly string[]
 }
 
 /**
- * One page of `doc`s, newest first, with each one's position (`c`, `i`: the next cursor); with
+ * One page of records (their `doc` and the columns that rebuild them: stored-doc.ts), newest first,
+ * with each one's position (`c`, `i`: the next cursor); with
  * `windowStart` (a DateTime64 text), only from that instant on; with `after`, only after it.
  */
 export function compileSearchPage(scope: Scope, size: number, offset: number, windowStart?: string, after?: ResponsePosition): CompiledQuery {
@@ -293,7 +295,7 @@ export function compileSearchPage(scope: Scope, size: number, offset: number, wi
   const window = windowStart === undefined ? '' : ` AND created_at >= ${bag.add(windowStart, DT)}`;
   const position = after ? ` AND ${afterSql(after, bag)}` : '';
   return compiled(
-    `SELECT doc, toString(created_at) AS c, toString(id) AS i ${source}${window}${position} ORDER BY created_at DESC, id DESC ` +
+    `SELECT ${STORED_COLUMNS_SQL}, toString(created_at) AS c, toString(id) AS i ${source}${window}${position} ORDER BY created_at DESC, id DESC ` +
       `LIMIT ${bag.add(size, 'UInt32')} OFFSET ${bag.add(offset, 'UInt32')}`,
     bag,
   );

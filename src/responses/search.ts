@@ -8,6 +8,7 @@ import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickh
 import type { ResponseRecord } from './record.ts';
 import { answersCompleteColumn, completeRows } from './answer-rollups.ts';
 import { decodeCursor, encodeCursor, type ResponsePosition } from './cursor.ts';
+import { rebuildRecord, type StoredColumns } from './stored-doc.ts';
 
 export interface SearchInput extends Scope {
   size: number;
@@ -23,7 +24,7 @@ export interface SearchResult {
   next_cursor?: string;
 }
 
-type PageRow = { doc: string; c: string; i: string };
+type PageRow = StoredColumns & { c: string; i: string };
 
 /**
  * The count first (with the window counts), then the page from the smallest window that holds it
@@ -121,7 +122,7 @@ export async function searchResponses(client: ClickHouseClient, scope: Scope, pa
   const last = docs[docs.length - 1];
   return {
     took: Math.round(performance.now() - started),
-    hits: { total: { value: total }, responses: docs.map((d) => JSON.parse(d.doc) as ResponseRecord) },
+    hits: { total: { value: total }, responses: docs.map(rebuildRecord) },
     ...(more && last ? { next_cursor: encodeCursor({ createdAt: last.c, id: last.i }, scope) } : {}),
   };
 }

@@ -1,3 +1,4 @@
+import { STORED_COLUMNS_SQL } from '../../src/responses/stored-doc.ts';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import * as v from 'valibot';
@@ -261,12 +262,12 @@ describe('responses: filter compiler', () => {
     it('compiles the page over the same scope, optionally from a window start', () => {
       const page = compileSearchPage(scope(), 25, 50);
       expect(page.sql).to.equal(
-        'SELECT doc, toString(created_at) AS c, toString(id) AS i FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) ORDER BY created_at DESC, id DESC LIMIT {p3:UInt32} OFFSET {p4:UInt32}',
+        `SELECT ${STORED_COLUMNS_SQL}, toString(created_at) AS c, toString(id) AS i FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) ORDER BY created_at DESC, id DESC LIMIT {p3:UInt32} OFFSET {p4:UInt32}`,
       );
       expect(page.params).to.deep.equal({ p0: ORG, p1: [U1], p2: 'fr', p3: 25, p4: 50 });
       const windowed = compileSearchPage(scope(), 25, 50, '2024-01-02 00:00:00.000000');
       expect(windowed.sql).to.equal(
-        "SELECT doc, toString(created_at) AS c, toString(id) AS i FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) AND created_at >= {p3:DateTime64(6, 'UTC')} ORDER BY created_at DESC, id DESC LIMIT {p4:UInt32} OFFSET {p5:UInt32}",
+        `SELECT ${STORED_COLUMNS_SQL}, toString(created_at) AS c, toString(id) AS i FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) AND created_at >= {p3:DateTime64(6, 'UTC')} ORDER BY created_at DESC, id DESC LIMIT {p4:UInt32} OFFSET {p5:UInt32}`,
       );
       expect(windowed.params).to.deep.equal({ p0: ORG, p1: [U1], p2: 'fr', p3: '2024-01-02 00:00:00.000000', p4: 25, p5: 50 });
       expect(Object.isFrozen(windowed)).to.equal(true);
@@ -282,7 +283,7 @@ describe('responses: filter compiler', () => {
       expect(count.params).to.deep.equal({ p0: ORG, p1: [U1], p2: 'fr', p3: '2024-01-01 10:00:00.000001', p4: U2, p5: '2024-01-01 09:00:00.000001' });
       const page = compileSearchPage(scope(), 25, 0, undefined, after);
       expect(page.sql).to.equal(
-        `SELECT doc, toString(created_at) AS c, toString(id) AS i FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) AND ${cond} ORDER BY created_at DESC, id DESC LIMIT {p5:UInt32} OFFSET {p6:UInt32}`,
+        `SELECT ${STORED_COLUMNS_SQL}, toString(created_at) AS c, toString(id) AS i FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) AND ${cond} ORDER BY created_at DESC, id DESC LIMIT {p5:UInt32} OFFSET {p6:UInt32}`,
       );
     });
     const NOW = Date.UTC(2024, 5, 15, 12, 0, 0);
