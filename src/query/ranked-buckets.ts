@@ -17,6 +17,7 @@ import { isFirstOfLevelSql } from './multi-valued.ts';
 import { READ_SETTINGS } from './settings.ts';
 
 export const MAX_GROUP_BY_LEVELS = 3;
+/** Buckets of a date level's series; never more than MAX_TERMS_BUCKETS (a series is never cut: `bounded`). */
 export const MAX_HISTOGRAM_BUCKETS = 100;
 /** Term levels return at most this many buckets per parent (largest first); the rest is `other_doc_count`. */
 export const MAX_TERMS_BUCKETS = 100;
@@ -59,6 +60,12 @@ export interface RankedBucketsSpec {
   metrics?: Readonly<Record<string, string>>;
   /** The placeholder of the per-parent bucket limit. */
   limit: string;
+  /**
+   * Per level, whether it can never hold more than `limit` buckets under one parent (a date
+   * level's series, at most MAX_HISTOGRAM_BUCKETS; an enum). When every level is bounded, no
+   * bucket is ever cut: the ranking passes are left out, `other_doc_count` is 0.
+   */
+  bounded?: readonly boolean[];
 }
 
 export function compileRankedBuckets(spec: RankedBucketsSpec): string {
@@ -88,6 +95,10 @@ export function compileRankedBuckets(spec: RankedBucketsSpec): string {
   const grouped =
     `SELECT ${keyColumns.join(', ')}, ${n} - bitCount(grouping(${ks.join(', ')})) AS depth, ${count} AS doc_count${metricColumns} ` +
     `${source} GROUP BY ROLLUP(${ks.join(', ')})`;
+  // Nothing to cut: the same rows without the three window passes (each sorts every bucket).
+  if (spec.bounded?.length === n && spec.bounded.every(Boolean)) {
+    return `SELECT depth, ${ks.join(', ')}, doc_count, toUInt64(0) AS other_doc_count${metricPass} FROM (${grouped}) WHERE ${noMissing} ORDER BY depth`;
+  }
   const ranked =
     `SELECT ${ks.join(', ')}, depth, doc_count${metricPass}, row_number() OVER (${siblings} ORDER BY doc_count DESC, ${ownKey} ASC) AS r ` +
     `FROM (${grouped}) WHERE ${noMissing}`;

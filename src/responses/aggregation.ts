@@ -148,7 +148,7 @@ export function compileAggregation(
     const weighted = weightedSource(scope, rules, plans, rollup, bag, metrics);
     const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
     // Rollup-served metrics have no multi-valued level (metricsServable): every row counts in full.
-    const ranked = compileRankedBuckets({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit });
+    const ranked = compileRankedBuckets({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit, bounded: boundedLevels(rules) });
     const check = answersCompleteColumn(scope, rollup, bag);
     return compiled(check ? `SELECT *${check} FROM (${ranked})` : ranked, bag);
   }
@@ -156,7 +156,15 @@ export function compileAggregation(
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
   const metricColumns = metricAggregates(metrics, RAW_METRIC_ROW, firstFlagsPerDepth(rules));
-  return compiled(compileRankedBuckets({ source, keys, count: docCountSql(rules), metrics: metricColumns, limit }), bag);
+  return compiled(compileRankedBuckets({ source, keys, count: docCountSql(rules), metrics: metricColumns, limit, bounded: boundedLevels(rules) }), bag);
+}
+
+/**
+ * The levels that never pass MAX_TERMS_BUCKETS buckets under one parent: a date level's series
+ * (at most MAX_HISTOGRAM_BUCKETS, no more than MAX_TERMS_BUCKETS) and completion (three values).
+ */
+function boundedLevels(rules: readonly GroupByRule[]): boolean[] {
+  return rules.map((r) => r.kind === 'date' || r.kind === 'completion');
 }
 
 /**

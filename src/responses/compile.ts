@@ -13,6 +13,7 @@ import { compileScopeWhere, DT64 as DT } from '../query/scope.ts';
 import { READ_SETTINGS } from '../query/settings.ts';
 import type { ResponsePosition } from './cursor.ts';
 import { answerFilterSql } from './answer-filter.ts';
+import { STORED_COLUMNS_SQL } from './stored-doc.ts';
 
 /** Resource limits of every survey-response query: the query language's read limits (src/query/settings.ts). */
 export const QUERY_SETTINGS: ClickHouseSettings = READ_SETTINGS;
@@ -194,13 +195,8 @@ function hiddenFieldExpr(node: Extract<FilterNode, { kind: 'hidden_field' }>, ba
     case 'contains':
       return entryExists(key, [{ t: 0, cond: `positionCaseInsensitiveUTF8(s, ${bag.add(node.value, 'String')}) > 0` }]);
     case 'gt':
-    case 'lt': {
-      const cmp = node.op === 'gt' ? '>' : '<';
-      const branches: Branch[] = [{ t: 0, cond: `s ${cmp} ${bag.add(scalarAsText(node.value), 'String')}` }];
-      const n = scalarAsNumber(node.value);
-      if (n !== undefined) branches.push({ t: 2, cond: `n ${cmp} ${bag.add(n, 'Float64')}` });
-      return entryExists(key, branches);
-    }
+    case 'lt':
+      return comparisonExpr(node.op, key, node.value, bag);
     case 'before':
     case 'after': {
       const cmp = node.op === 'before' ? '<' : '>';
@@ -209,6 +205,29 @@ function hiddenFieldExpr(node: Extract<FilterNode, { kind: 'hidden_field' }>, ba
       return entryExists(key, [{ t: 0, cond }]);
     }
   }
+}
+
+/** Bytes of a string entry kept in hf_string_heads (schema/080). */
+const HEAD_BYTES = 32;
+
+/**
+ * `gt` / `lt`: a number entry compares by value, a string entry by text (byte order), read from
+ * the typed columns of schema/080 instead of the five arrays. A head (the first HEAD_BYTES bytes
+ * of a string) compares with a value of fewer bytes exactly as the whole string does: they differ
+ * within the value's length or the head is longer than the value, and so is the string. Longer
+ * values read hf_strings. The string branch is tried only for responses holding a string entry
+ * of that key (most keys hold one type), after the number branch.
+ */
+function comparisonExpr(op: 'gt' | 'lt', keyParam: string, value: Scalar, bag: ParamBag): string {
+  const cmp = op === 'gt' ? '>' : '<';
+  const text = scalarAsText(value);
+  const textParam = bag.add(text, 'String');
+  const strings = Buffer.byteLength(text) < HEAD_BYTES
+    ? `(has(hf_string_keys, ${keyParam}) AND arrayExists((k, h) -> k = ${keyParam} AND h ${cmp} ${textParam}, hf_string_keys, hf_string_heads))`
+    : entryExists(keyParam, [{ t: 0, cond: `s ${cmp} ${textParam}` }]);
+  const n = scalarAsNumber(value);
+  if (n === undefined) return strings;
+  return `(arrayExists((k, v) -> k = ${keyParam} AND v ${cmp} ${bag.add(n, 'Float64')}, hf_number_keys, hf_number_values) OR ${strings})`;
 }
 
 /** RE2 pattern inside a SQL string literal: `^\\d{4}-\\d{2}-\\d{2}` reads as ^\d{4}-\d{2}-\d{2}. */
@@ -266,7 +285,8 @@ export function compileSearchCount(scope: Scope, windowStarts: readonly string[]
 }
 
 /**
- * One page of `doc`s, newest first, with each one's position (`c`, `i`: the next cursor); with
+ * One page of records (their `doc` and the columns that rebuild them: stored-doc.ts), newest first,
+ * with each one's position (`c`, `i`: the next cursor); with
  * `windowStart` (a DateTime64 text), only from that instant on; with `after`, only after it.
  */
 export function compileSearchPage(scope: Scope, size: number, offset: number, windowStart?: string, after?: ResponsePosition): CompiledQuery {
@@ -275,7 +295,7 @@ export function compileSearchPage(scope: Scope, size: number, offset: number, wi
   const window = windowStart === undefined ? '' : ` AND created_at >= ${bag.add(windowStart, DT)}`;
   const position = after ? ` AND ${afterSql(after, bag)}` : '';
   return compiled(
-    `SELECT doc, toString(created_at) AS c, toString(id) AS i ${source}${window}${position} ORDER BY created_at DESC, id DESC ` +
+    `SELECT ${STORED_COLUMNS_SQL}, toString(created_at) AS c, toString(id) AS i ${source}${window}${position} ORDER BY created_at DESC, id DESC ` +
       `LIMIT ${bag.add(size, 'UInt32')} OFFSET ${bag.add(offset, 'UInt32')}`,
     bag,
   );

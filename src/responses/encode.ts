@@ -2,7 +2,7 @@
  * The INSERT of survey responses as RowBinary (src/clickhouse/rowbinary.ts): each record written
  * straight from its parsed form to the row's bytes, with the values toResponseRow (record.ts)
  * defines, column for column. The engine reads binary values instead of parsing JSON text; the
- * service builds no row objects and no JSON but the `doc`. An integration test
+ * service builds no row objects and no JSON but the `doc` (stored-doc.ts). An integration test
  * (test/integration/response-encode.test.ts) stores random records both ways and compares.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
@@ -10,6 +10,7 @@ import { Readable } from 'node:stream';
 import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { COMPLETION_VALUES } from './filters.ts';
 import { answerScore, answerText, answerValue, NIL_UUID, type ResponseRecord } from './record.ts';
+import { docRemainder } from './stored-doc.ts';
 
 /** The columns written, in the order of the bytes (the others are DEFAULT or MATERIALIZED). */
 export const RESPONSE_COLUMNS = [
@@ -89,7 +90,7 @@ export function encodeResponses(records: readonly ResponseRecord[], orgId: strin
       }
     }
     w.string(answerText(answers));
-    w.string(JSON.stringify({ ...r, org_id: orgId }));
+    w.string(JSON.stringify(docRemainder(r, orgId)));
   }
   return w.finish();
 }

@@ -9,7 +9,7 @@
  *   whole scope (10M docs sorted at once would pass the query memory limit).
  * - The bytes flow with backpressure: the answer is a stream pulled by the client's socket, which
  *   pulls each slice's engine stream; a slow client slows the engine query, nothing piles up here.
- *   NDJSON is the engine's own bytes (`FORMAT TSVRaw` of the doc column: a doc is one line of JSON).
+ *   Each row's record is rebuilt from its `doc` and columns (stored-doc.ts), one batch of rows at a time.
  * - A client that goes away aborts the engine request, and the engine cancels the query
  *   (`cancel_http_readonly_queries_on_client_close`).
  * A failure after the first bytes (the engine stops mid-export) can only cut the answer short: the
@@ -17,9 +17,11 @@
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import { ParamBag, compiled } from '../clickhouse/sql.ts';
 import { fromScope, QUERY_SETTINGS, type Scope } from './compile.ts';
-import { responseRecordSchema } from './record.ts';
+import { responseRecordSchema, type ResponseRecord } from './record.ts';
+import { rebuildRecord, STORED_COLUMNS_SQL, type StoredColumns } from './stored-doc.ts';
 import { csvLine, EXPORT_SLICE_SETTINGS, planDaySlices, SLICE_ROWS, type ExportFormat } from '../query/export.ts';
 
 const DT = "DateTime64(6, 'UTC')";
@@ -51,35 +53,47 @@ async function slices(client: ClickHouseClient, scope: Scope, signal: AbortSigna
 function sliceQuery(scope: Scope, [from, to]: [string, string]) {
   const bag = new ParamBag();
   const source = fromScope(scope, bag);
-  return compiled(`SELECT doc ${source} AND created_at >= ${bag.add(from, DT)} AND created_at < ${bag.add(to, DT)} ORDER BY created_at DESC, id DESC`, bag);
+  return compiled(`SELECT ${STORED_COLUMNS_SQL} ${source} AND created_at >= ${bag.add(from, DT)} AND created_at < ${bag.add(to, DT)} ORDER BY created_at DESC, id DESC`, bag);
 }
 
-async function* ndjsonChunks(client: ClickHouseClient, scope: Scope, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<Buffer> {
+/**
+ * The records of every slice, one batch of rows (the lines of one chunk of the engine's answer) at
+ * a time. The answer's own socket stream: destroying it (the client went away) cuts the engine's
+ * query, where a pooled client's result stream would be drained to its end.
+ */
+async function* recordBatches(client: ClickHouseClient, scope: Scope, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<ResponseRecord[]> {
   for (const slice of plan) {
     const q = sliceQuery(scope, slice);
-    const { stream } = await client.exec({ query: `${q.sql} FORMAT TSVRaw`, query_params: { ...q.params }, clickhouse_settings: EXPORT_SETTINGS, abort_signal: signal });
+    const { stream } = await client.exec({ query: `${q.sql} FORMAT JSONEachRow`, query_params: { ...q.params }, clickhouse_settings: EXPORT_SETTINGS, abort_signal: signal });
+    // A chunk may end inside a character: the decoder keeps its first bytes for the next one.
+    const text = new StringDecoder('utf8');
+    let rest = '';
     try {
-      for await (const chunk of stream) yield chunk as Buffer;
+      for await (const chunk of stream) {
+        const lines = (rest + text.write(chunk as Buffer)).split('\n');
+        rest = lines.pop()!;
+        if (lines.length) yield lines.map((line) => rebuildRecord(JSON.parse(line) as StoredColumns));
+      }
+      if (rest) yield [rebuildRecord(JSON.parse(rest) as StoredColumns)];
     } finally {
       stream.destroy();
     }
   }
 }
 
+async function* ndjsonChunks(client: ClickHouseClient, scope: Scope, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<string> {
+  for await (const records of recordBatches(client, scope, plan, signal)) {
+    let text = '';
+    for (const record of records) text += `${JSON.stringify(record)}\n`;
+    yield text;
+  }
+}
+
 async function* csvChunks(client: ClickHouseClient, scope: Scope, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<string> {
   yield `${CSV_COLUMNS.join(',')}\r\n`;
-  for (const slice of plan) {
-    const q = sliceQuery(scope, slice);
-    const rs = await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: EXPORT_SETTINGS, abort_signal: signal });
-    const stream = rs.stream<{ doc: string }>();
-    try {
-      for await (const rows of stream) {
-        let text = '';
-        for (const row of rows) text += csvLine(CSV_COLUMNS, JSON.parse(row.json<{ doc: string }>().doc) as Record<string, unknown>);
-        yield text;
-      }
-    } finally {
-      stream.destroy();
-    }
+  for await (const records of recordBatches(client, scope, plan, signal)) {
+    let text = '';
+    for (const record of records) text += csvLine(CSV_COLUMNS, record as unknown as Record<string, unknown>);
+    yield text;
   }
 }

@@ -2,7 +2,8 @@
  * The survey-response record (service-spec.md, "Survey response record"): its schema for
  * `POST /1.0/survey/response` and its mapping to a `survey_responses` row.
  *
- * What is stored in `doc` is the parsed record, so search returns it field for field: unknown
+ * What search and export return is the parsed record, stored as the row's columns plus `doc`, the
+ * members they do not hold (stored-doc.ts), so it comes back field for field: unknown
  * fields are dropped (as for events), `org_id` is the token's organization, and timestamps are in
  * the one form the API returns, `2024-01-02T03:04:05.123456Z` (a record written in that form reads
  * back identical; one written as `...+02:00` or with milliseconds reads back in UTC, microseconds).
@@ -19,6 +20,7 @@ import { invalid, toIssues, type Issue } from '../errors.ts';
 import { formatApi, parseIsoMicros } from '../time/iso.ts';
 import { COMPLETION_VALUES, scalarAsNumber } from './filters.ts';
 import { fastParseBatch } from './record-fast.ts';
+import { docRemainder } from './stored-doc.ts';
 
 export const MAX_BATCH = 1000;
 
@@ -274,9 +276,8 @@ export function answerText(answers: readonly AnswerEntry[]): string {
   return texts.join('\n').toLowerCase();
 }
 
-/** The row for one parsed record; `doc` is the record with the token's org_id. */
+/** The row for one parsed record; `doc` holds what the other columns do not (stored-doc.ts). */
 export function toResponseRow(record: ResponseRecord, orgId: string): ResponseRow {
-  const doc: ResponseRecord = { ...record, org_id: orgId };
   const hidden = record.hidden_fields ?? [];
   const answers = record.answers ?? [];
   return {
@@ -307,6 +308,6 @@ export function toResponseRow(record: ResponseRecord, orgId: string): ResponseRo
     ans_values: answers.map(answerValue),
     ans_scores: answers.map(answerScore),
     answer_text: answerText(answers),
-    doc: JSON.stringify(doc),
+    doc: JSON.stringify(docRemainder(record, orgId)),
   };
 }

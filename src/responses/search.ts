@@ -8,6 +8,7 @@ import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickh
 import type { ResponseRecord } from './record.ts';
 import { answersCompleteColumn, completeRows } from './answer-rollups.ts';
 import { decodeCursor, encodeCursor, type ResponsePosition } from './cursor.ts';
+import { rebuildRecord, type StoredColumns } from './stored-doc.ts';
 
 export interface SearchInput extends Scope {
   size: number;
@@ -23,7 +24,7 @@ export interface SearchResult {
   next_cursor?: string;
 }
 
-type PageRow = { doc: string; c: string; i: string };
+type PageRow = StoredColumns & { c: string; i: string };
 
 /**
  * The count first (with the window counts), then the page from the smallest window that holds it
@@ -38,13 +39,14 @@ type PageRow = { doc: string; c: string; i: string };
  * channel_id) and there is no cursor, the total comes from the rollups instead (searchFromRollup).
  */
 export async function runSearch(run: RunQuery, input: SearchInput, options: ReadOptions = {}): Promise<{ total: number; docs: PageRow[]; more: boolean }> {
+  const early = earlyPage(run, input);
   if (!input.after && options.rollups !== false && filtersServable(input)) {
     const found = await runWithPending<RollupCountRow>(run, options.fresh ?? run, input.orgId, (pending) => {
       const window = rollupWindow(input.range, pending, 'month');
       return window ? compileRollupCount(input, window) : null;
     });
     const complete = found && completeRows(found);
-    if (complete) return searchFromRollup(run, input, complete[0]);
+    if (complete) return searchFromRollup(run, input, complete[0], early);
   }
   // The window counts only serve to pick the page's window: none without a page.
   const windows = input.size > 0 ? pageWindowStarts(input.range?.end, Date.now(), input.after) : [];
@@ -53,6 +55,8 @@ export async function runSearch(run: RunQuery, input: SearchInput, options: Read
   // The matches the page is taken from: all of them, or those after the cursor.
   const available = input.after ? Number(found?.after_total ?? 0) : total;
   if (input.size === 0 || input.offset >= available) return { total, docs: [], more: false };
+  const page = await holding(early, input, available);
+  if (page) return { total, docs: page, more: input.offset + page.length < available };
   const counts = { ...found, total: available } as SearchCountRow;
   const start = pageWindowStart(counts, windows, input.offset, input.size);
   const noneInWindows = start === undefined && Number(counts[`w${windows.length - 1}`] ?? 0) === 0;
@@ -69,9 +73,11 @@ export async function runSearch(run: RunQuery, input: SearchInput, options: Read
  * until one holds it: the newest page of a live org reads its last hour or day, and an org whose
  * last response is days old does not try empty windows first.
  */
-async function searchFromRollup(run: RunQuery, input: SearchInput, found: RollupCountRow | undefined): Promise<{ total: number; docs: PageRow[]; more: boolean }> {
+async function searchFromRollup(run: RunQuery, input: SearchInput, found: RollupCountRow | undefined, early: Promise<PageRow[] | undefined> | undefined): Promise<{ total: number; docs: PageRow[]; more: boolean }> {
   const total = Number(found?.total ?? 0);
   if (input.size === 0 || input.offset >= total) return { total, docs: [], more: false };
+  const page = await holding(early, input, total);
+  if (page) return { total, docs: page, more: input.offset + page.length < total };
   const now = BigInt(Date.now()) * 1000n;
   const end = input.range?.end !== undefined ? parseInstantMicros(input.range.end) ?? now : now;
   const newest = found?.newest ? parseInstantMicros(found.newest) : null;
@@ -94,6 +100,28 @@ export function compileRollupCount(scope: Scope, window: RollupWindow): Compiled
   // created_at, they give the newest match as the slices do.
   const rows = rowsInScopeSql(scope, window, bag, { keys: ['created_at'] });
   return compiled(`SELECT sum(group_rows) AS total, toString(maxIfOrNull(created_at, group_rows > 0)) AS newest${answersCompleteColumn(scope, window, bag)} FROM (${rows})`, bag);
+}
+
+/**
+ * The page from the smallest window (1 hour before the range end, now or the cursor), read while
+ * the count runs: most pages of a live organization are in it, and then the count decides only
+ * whether it holds the page (`holding`), not which window to read. A failed early read is
+ * dropped (the page is read again after the count).
+ */
+function earlyPage(run: RunQuery, input: SearchInput): Promise<PageRow[] | undefined> | undefined {
+  if (input.size === 0) return undefined;
+  const [smallest] = pageWindowStarts(input.range?.end, Date.now(), input.after);
+  return run<PageRow>(compileSearchPage(input, input.size, input.offset, smallest, input.after)).catch(() => undefined);
+}
+
+/**
+ * The early page when its window held the page: it came back full (the window holds the newest
+ * `offset + size` matches, all newer than any match before it), or it reaches the last of the
+ * `available` matches.
+ */
+async function holding(early: Promise<PageRow[] | undefined> | undefined, input: SearchInput, available: number): Promise<PageRow[] | undefined> {
+  const rows = await early;
+  return rows && (rows.length === input.size || input.offset + rows.length === available) ? rows : undefined;
 }
 
 /**
@@ -121,7 +149,7 @@ export async function searchResponses(client: ClickHouseClient, scope: Scope, pa
   const last = docs[docs.length - 1];
   return {
     took: Math.round(performance.now() - started),
-    hits: { total: { value: total }, responses: docs.map((d) => JSON.parse(d.doc) as ResponseRecord) },
+    hits: { total: { value: total }, responses: docs.map(rebuildRecord) },
     ...(more && last ? { next_cursor: encodeCursor({ createdAt: last.c, id: last.i }, scope) } : {}),
   };
 }

@@ -96,7 +96,7 @@ describe('survey response export (NDJSON and CSV)', function () {
     });
     const running = async () => {
       const rs = await svc.client.query({
-        query: "SELECT count() AS n FROM system.processes WHERE current_database = {db:String} AND query LIKE '%FORMAT TSVRaw%' AND query NOT LIKE '%system.processes%'",
+        query: "SELECT count() AS n FROM system.processes WHERE current_database = {db:String} AND query LIKE '%ORDER BY created_at DESC, id DESC%' AND query NOT LIKE '%system.processes%'",
         query_params: { db: svc.database },
         format: 'JSONEachRow',
       });
@@ -116,7 +116,7 @@ describe('survey response export (NDJSON and CSV)', function () {
     // Stopped, not drained to its end: the engine logged it as cut short.
     await svc.client.command({ query: 'SYSTEM FLUSH LOGS' });
     const logged = await svc.client.query({
-      query: "SELECT toString(type) AS type FROM system.query_log WHERE current_database = {db:String} AND query LIKE '%FORMAT TSVRaw%' AND query LIKE '%ORDER BY created_at DESC%' AND type != 'QueryStart' AND query NOT LIKE '%query_log%' ORDER BY event_time_microseconds DESC LIMIT 1",
+      query: "SELECT toString(type) AS type FROM system.query_log WHERE current_database = {db:String} AND query LIKE '%ORDER BY created_at DESC, id DESC%' AND type != 'QueryStart' AND query NOT LIKE '%query_log%' AND query NOT LIKE '%system.processes%' ORDER BY event_time_microseconds DESC LIMIT 1",
       query_params: { db: svc.database },
       format: 'JSONEachRow',
     });

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { startTestService, type TestService } from './harness.ts';
-import { entryEq, type HiddenFieldEntry } from './hidden-field-reference.ts';
+import { entryEq, recordWithHidden, type HiddenFieldEntry } from './hidden-field-reference.ts';
 
 /**
  * Hidden-field eq/in filters and hidden_field buckets read `hf_pairs` (schema/004: one
@@ -44,15 +44,7 @@ describe('hidden fields through hf_pairs: eq/in and buckets keep the typed seman
       const hidden = e
         .map((x) => (x.t === 2 ? `{"key":${JSON.stringify(x.key)},"t":2,"v_d":${Object.is(x.v_d, -0) ? '-0' : rawNumber.get(x.v_d!) ?? JSON.stringify(x.v_d)}}` : JSON.stringify(x)))
         .join(',');
-      const created = new Date(Date.UTC(2024, 0, 1) + i * 60_000).toISOString().replace('Z', '000Z');
-      const record = {
-        id, doc_type: 'response', org_id: svc.orgId, channel_id: randomUUID(), respondent_id: randomUUID(), respondent_aliases: [],
-        survey_id: survey, scenario_id: survey, language: 'en', locale: 'en-US',
-        question_id_path: 'q', question_correlation_id_path: 'qc', action_id_path: 'a', action_correlation_id_path: 'ac',
-        group_ids: [], hidden_fields: '@HIDDEN@', emotions: { fear: null, sadness: null, anger: null, joy: null }, answers: [],
-        completion: 'not_started', active: true, end_reason: '', ended_at: '', created_at: created, updated_at: created, last_answer_at: '',
-      };
-      return JSON.stringify(record).replace('"@HIDDEN@"', `[${hidden}]`);
+      return JSON.stringify(recordWithHidden(svc.orgId, survey, id, '@HIDDEN@', i)).replace('"@HIDDEN@"', `[${hidden}]`);
     });
     const res = await svc.request('POST', '/1.0/survey/response', { token, rawBody: `[${bodies.join(',')}]`, headers: { 'content-type': 'application/json' } });
     expect(res.status, JSON.stringify(res.body)).to.equal(200);

@@ -363,8 +363,9 @@ describe('survey metrics, comparisons, answer filters and releases: the same ans
         expect(got, `${rollups ? 'rollups' : 'raw'} ${JSON.stringify(bodyOf(req))}`).to.deep.equal(expected);
       }
     }), { numRuns: 40, seed: 20261125, endOnFailure: true });
-    // The comparison means something only if the rollups served a good share of the requests.
-    expect(served).to.be.greaterThan(15);
+    // The comparison means something only if the rollups served a good share of the requests
+    // (15 reads of slices; a reader that ran a read again whenever it found no rows counted 20).
+    expect(served).to.be.at.least(15);
   });
 
   it('answer-filtered reads over slices written before their answer groups had scores read the raw table; a rebuild serves them again', async () => {

@@ -162,33 +162,46 @@ describe('aggregation: docCountSql (each response once per bucket)', () => {
 });
 
 describe('aggregation: compileAggregation', () => {
-  it('completion then created_at by day: rollup, ranking, dense-series arithmetic as parameters', () => {
+  /** The grouped query of a first level `k1` then created_at by day over January. */
+  const groupedByDay = (k1: string) =>
+    `SELECT ${k1} AS k1, ` +
+    `if(created_at >= {p3:${DT}} AND created_at < {p4:${DT}}, intDiv(toUnixTimestamp64Micro(created_at) - toUnixTimestamp64Micro({p3:${DT}}), {p5:Int64}), NULL) AS k2, ` +
+    '2 - bitCount(grouping(k1, k2)) AS depth, count() AS doc_count ' +
+    `FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND created_at >= {p1:${DT}} AND created_at <= {p2:${DT}} ` +
+    'GROUP BY ROLLUP(k1, k2)';
+  const byDayParams = {
+    p0: ORG,
+    p1: JANUARY.start,
+    p2: JANUARY.end,
+    p3: '2024-01-01 00:00:00.000000', // series start = range start
+    p4: '2024-02-02 00:00:00.000000', // boundary after 8 buckets of 4 days
+    p5: '345600000000', // 4 days in µs
+    p6: 100,
+  };
+
+  it('completion then created_at by day: rollup, dense-series arithmetic as parameters, no ranking (no level can pass 100 buckets)', () => {
     const rules = [completion, createdByDay];
     const q = compileAggregation(scope(), rules, planLevels(rules, JANUARY, {}));
-    const grouped =
-      'SELECT completion AS k1, ' +
-      `if(created_at >= {p3:${DT}} AND created_at < {p4:${DT}}, intDiv(toUnixTimestamp64Micro(created_at) - toUnixTimestamp64Micro({p3:${DT}}), {p5:Int64}), NULL) AS k2, ` +
-      '2 - bitCount(grouping(k1, k2)) AS depth, count() AS doc_count ' +
-      `FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND created_at >= {p1:${DT}} AND created_at <= {p2:${DT}} ` +
-      'GROUP BY ROLLUP(k1, k2)';
+    expect(q.sql).to.equal(
+      `SELECT depth, k1, k2, doc_count, toUInt64(0) AS other_doc_count FROM (${groupedByDay('completion')}) WHERE (depth < 1 OR k1 IS NOT NULL) AND (depth < 2 OR k2 IS NOT NULL) ORDER BY depth`,
+    );
+    expect(q.params).to.deep.equal(byDayParams);
+    expect(Object.isFrozen(q)).to.equal(true);
+  });
+
+  it('end_reason then created_at by day: rollup, ranking, dense-series arithmetic as parameters', () => {
+    const rules: GroupByRule[] = [{ kind: 'end_reason', field: 'end_reason' }, createdByDay];
+    const q = compileAggregation(scope(), rules, planLevels(rules, JANUARY, {}));
     const ranked =
       'SELECT k1, k2, depth, doc_count, row_number() OVER (PARTITION BY depth, if(depth >= 2, k1, NULL) ORDER BY doc_count DESC, multiIf(depth = 1, toString(k1), toString(k2)) ASC) AS r ' +
-      `FROM (${grouped}) WHERE (depth < 1 OR k1 IS NOT NULL) AND (depth < 2 OR k2 IS NOT NULL)`;
+      `FROM (${groupedByDay('if(empty(end_reason), NULL, end_reason)')}) WHERE (depth < 1 OR k1 IS NOT NULL) AND (depth < 2 OR k2 IS NOT NULL)`;
     const withContext =
       'SELECT k1, k2, depth, doc_count, r, sum(if(r > {p6:UInt32}, doc_count, 0)) OVER (PARTITION BY depth, if(depth >= 2, k1, NULL)) AS other_doc_count, ' +
       `max(if(depth = 1, r, 0)) OVER (PARTITION BY if(depth >= 1, k1, NULL)) AS r1 FROM (${ranked})`;
     expect(q.sql).to.equal(
       `SELECT depth, k1, k2, doc_count, other_doc_count FROM (${withContext}) WHERE r <= {p6:UInt32} AND (depth < 2 OR r1 <= {p6:UInt32}) ORDER BY depth`,
     );
-    expect(q.params).to.deep.equal({
-      p0: ORG,
-      p1: JANUARY.start,
-      p2: JANUARY.end,
-      p3: '2024-01-01 00:00:00.000000', // series start = range start
-      p4: '2024-02-02 00:00:00.000000', // boundary after 8 buckets of 4 days
-      p5: '345600000000', // 4 days in µs
-      p6: 100,
-    });
+    expect(q.params).to.deep.equal(byDayParams);
     expect(Object.isFrozen(q)).to.equal(true);
   });
 

@@ -1,3 +1,4 @@
+import { STORED_COLUMNS_SQL } from '../../src/responses/stored-doc.ts';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import * as v from 'valibot';
@@ -100,9 +101,12 @@ const cases: Case[] = [
   [hf('os', 'not_null'), 'has(hf_keys, {p1:String})', { p1: 'os' }],
   [hf('page_title', 'contains', { value: 'Pricing' }), 'arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND positionCaseInsensitiveUTF8(s, {p2:String}) > 0)), hf_keys, hf_types, hf_strings)', { p1: 'page_title', p2: 'Pricing' }],
   [hf('page_title', 'not_contains', { value: 'x' }), 'NOT (arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND positionCaseInsensitiveUTF8(s, {p2:String}) > 0)), hf_keys, hf_types, hf_strings))', { p1: 'page_title', p2: 'x' }],
-  [hf('version', 'gt', { value: '2.0' }), 'arrayExists((k, t, s, n) -> k = {p1:String} AND ((t = 0 AND s > {p2:String}) OR (t = 2 AND n > {p3:Float64})), hf_keys, hf_types, hf_strings, hf_numbers)', { p1: 'version', p2: '2.0', p3: 2 }],
-  [hf('name', 'gt', { value: 'm' }), 'arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND s > {p2:String})), hf_keys, hf_types, hf_strings)', { p1: 'name', p2: 'm' }],
-  [hf('age', 'lt', { value: 18 }), 'arrayExists((k, t, s, n) -> k = {p1:String} AND ((t = 0 AND s < {p2:String}) OR (t = 2 AND n < {p3:Float64})), hf_keys, hf_types, hf_strings, hf_numbers)', { p1: 'age', p2: '18', p3: 18 }],
+  // gt / lt: number entries by value, string entries by text, from the typed columns (schema/080);
+  // a string value of 32 bytes or more compares with the whole strings of the arrays
+  [hf('version', 'gt', { value: '2.0' }), '(arrayExists((k, v) -> k = {p1:String} AND v > {p3:Float64}, hf_number_keys, hf_number_values) OR (has(hf_string_keys, {p1:String}) AND arrayExists((k, h) -> k = {p1:String} AND h > {p2:String}, hf_string_keys, hf_string_heads)))', { p1: 'version', p2: '2.0', p3: 2 }],
+  [hf('name', 'gt', { value: 'm' }), '(has(hf_string_keys, {p1:String}) AND arrayExists((k, h) -> k = {p1:String} AND h > {p2:String}, hf_string_keys, hf_string_heads))', { p1: 'name', p2: 'm' }],
+  [hf('age', 'lt', { value: 18 }), '(arrayExists((k, v) -> k = {p1:String} AND v < {p3:Float64}, hf_number_keys, hf_number_values) OR (has(hf_string_keys, {p1:String}) AND arrayExists((k, h) -> k = {p1:String} AND h < {p2:String}, hf_string_keys, hf_string_heads)))', { p1: 'age', p2: '18', p3: 18 }],
+  [hf('ua', 'lt', { value: 'Mozilla/5.0 (X11; Linux x86_64) Gecko' }), 'arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND s < {p2:String})), hf_keys, hf_types, hf_strings)', { p1: 'ua', p2: 'Mozilla/5.0 (X11; Linux x86_64) Gecko' }],
   [hf('signup', 'before', { value: '2024-01-02T03:04:05.123456+01:00' }), "arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND match(s, '^\\\\d{4}-\\\\d{2}-\\\\d{2}') AND ifNull(parseDateTime64BestEffortOrNull(s, 6, 'UTC') < {p2:DateTime64(6, 'UTC')}, false))), hf_keys, hf_types, hf_strings)", { p1: 'signup', p2: '2024-01-02 02:04:05.123456' }],
   [hf('signup', 'after', { value: '2024-01-02' }), "arrayExists((k, t, s) -> k = {p1:String} AND ((t = 0 AND match(s, '^\\\\d{4}-\\\\d{2}-\\\\d{2}') AND ifNull(parseDateTime64BestEffortOrNull(s, 6, 'UTC') > {p2:DateTime64(6, 'UTC')}, false))), hf_keys, hf_types, hf_strings)", { p1: 'signup', p2: '2024-01-02 00:00:00.000000' }],
 ];
@@ -258,12 +262,12 @@ describe('responses: filter compiler', () => {
     it('compiles the page over the same scope, optionally from a window start', () => {
       const page = compileSearchPage(scope(), 25, 50);
       expect(page.sql).to.equal(
-        'SELECT doc, toString(created_at) AS c, toString(id) AS i FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) ORDER BY created_at DESC, id DESC LIMIT {p3:UInt32} OFFSET {p4:UInt32}',
+        `SELECT ${STORED_COLUMNS_SQL}, toString(created_at) AS c, toString(id) AS i FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) ORDER BY created_at DESC, id DESC LIMIT {p3:UInt32} OFFSET {p4:UInt32}`,
       );
       expect(page.params).to.deep.equal({ p0: ORG, p1: [U1], p2: 'fr', p3: 25, p4: 50 });
       const windowed = compileSearchPage(scope(), 25, 50, '2024-01-02 00:00:00.000000');
       expect(windowed.sql).to.equal(
-        "SELECT doc, toString(created_at) AS c, toString(id) AS i FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) AND created_at >= {p3:DateTime64(6, 'UTC')} ORDER BY created_at DESC, id DESC LIMIT {p4:UInt32} OFFSET {p5:UInt32}",
+        `SELECT ${STORED_COLUMNS_SQL}, toString(created_at) AS c, toString(id) AS i FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) AND created_at >= {p3:DateTime64(6, 'UTC')} ORDER BY created_at DESC, id DESC LIMIT {p4:UInt32} OFFSET {p5:UInt32}`,
       );
       expect(windowed.params).to.deep.equal({ p0: ORG, p1: [U1], p2: 'fr', p3: '2024-01-02 00:00:00.000000', p4: 25, p5: 50 });
       expect(Object.isFrozen(windowed)).to.equal(true);
@@ -279,7 +283,7 @@ describe('responses: filter compiler', () => {
       expect(count.params).to.deep.equal({ p0: ORG, p1: [U1], p2: 'fr', p3: '2024-01-01 10:00:00.000001', p4: U2, p5: '2024-01-01 09:00:00.000001' });
       const page = compileSearchPage(scope(), 25, 0, undefined, after);
       expect(page.sql).to.equal(
-        `SELECT doc, toString(created_at) AS c, toString(id) AS i FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) AND ${cond} ORDER BY created_at DESC, id DESC LIMIT {p5:UInt32} OFFSET {p6:UInt32}`,
+        `SELECT ${STORED_COLUMNS_SQL}, toString(created_at) AS c, toString(id) AS i FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) AND ${cond} ORDER BY created_at DESC, id DESC LIMIT {p5:UInt32} OFFSET {p6:UInt32}`,
       );
     });
     const NOW = Date.UTC(2024, 5, 15, 12, 0, 0);

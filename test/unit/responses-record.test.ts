@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { DomainError } from '../../src/errors.ts';
 import { answerText, parseResponseBatch, toResponseRow } from '../../src/responses/record.ts';
+import { rebuildRecord, type StoredColumns } from '../../src/responses/stored-doc.ts';
 import { dbToApi, formatApi, formatDb, parseIsoMicros } from '../../src/time/iso.ts';
 
 const ORG = '0f0f0f0f-0000-4000-8000-000000000001';
@@ -202,8 +203,8 @@ describe('responses: row mapping', () => {
     expect(answerText([])).to.equal('');
   });
 
-  it('doc is the record with the token org', () => {
-    expect(JSON.parse(row.doc)).to.deep.equal({ ...record(), org_id: ORG });
+  it('doc and the columns give back the record with the token org (stored-doc.ts)', () => {
+    expect(rebuildRecord(row as unknown as StoredColumns)).to.deep.equal({ ...record(), org_id: ORG });
   });
 
   it('defaults for absent optional fields; "" and null timestamps are NULL', () => {
@@ -217,8 +218,8 @@ describe('responses: row mapping', () => {
       scenario_id: '00000000-0000-0000-0000-000000000000', language: '', respondent_aliases: [], group_ids: [], hf_keys: [], ans_scores: [],
       answer_text: '', ended_at: null, last_answer_at: null, end_reason: '',
     });
-    expect(JSON.parse(r.doc)).to.deep.equal({ ...min, org_id: ORG });
-    expect(JSON.parse(r.doc).created_at).to.equal('2024-01-01T00:00:00.000000Z');
+    expect(rebuildRecord(r as unknown as StoredColumns)).to.deep.equal({ ...min, org_id: ORG });
+    expect(rebuildRecord(r as unknown as StoredColumns).created_at).to.equal('2024-01-01T00:00:00.000000Z');
   });
 
   it('scores: v_d first, then v_s read as a number', () => {

@@ -8,14 +8,14 @@
  *     slices hold what survey_responses FINAL held when the recompute started.
  *   - `tallyhouse seed` and `rollups rebuild` mark the whole org with ORG_SENTINEL for their
  *     duration; a rebuild ends by taking back every mark of the org (takeBackAllMarksSql).
- *   - A reader reads the set (readPending, or pendingSetSql inside its own query) before it reads
- *     any slice row, and answers the pending hours (and the days and months holding them) from
- *     survey_responses: a slice that cannot be trusted is never served.
+ *   - A reader answers the pending hours (and the days and months holding them) from
+ *     survey_responses, and serves only rows of slices the set it read did not name
+ *     (runWithPending): a slice that cannot be trusted is never served.
  * Marks are summed per slice (SummingMergeTree: merges drop the slices whose marks sum to 0), so
  * the order in which writers and recomputes add them does not matter.
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
-import { compiled, type RunQuery } from '../../clickhouse/sql.ts';
+import { compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
 import type { HourSlice } from './slices.ts';
 
@@ -85,4 +85,57 @@ export async function readPending(run: RunQuery, orgId: string): Promise<Pending
     { org: orgId },
   ));
   return pendingOf(rows);
+}
+
+/**
+ * Whether a read compiled with `assumed` served no slice that `seen` names: `assumed` names every
+ * slice of `seen` (or the whole org). Reading more slices raw than needed is still exact.
+ */
+export function coversPending(assumed: Pending, seen: Pending): boolean {
+  if (assumed.org) return true;
+  if (seen.org) return false;
+  const names = new Set(assumed.slices.map((s) => `${s.surveyId.toLowerCase()}/${s.hour}`));
+  return seen.slices.every((s) => names.has(`${s.surveyId.toLowerCase()}/${s.hour}`));
+}
+
+const NOTHING_PENDING: Pending = Object.freeze({ org: false, slices: [] });
+
+/** The set each org's last read found (bounded: cleared when full): the next read's guess. */
+const lastSeen = new Map<string, Pending>();
+const LAST_SEEN_MAX_ORGS = 10_000;
+
+// This process changed the org's marks (a write or a recompute): what it saw last is likely
+// stale, and the marks of a finished write are taken back, so guess that nothing is pending.
+// Only spares a second query: correctness never depends on the guess.
+onMarksChanged((orgId) => lastSeen.delete(orgId.toLowerCase()));
+
+/**
+ * Runs a read that serves slices of the rollup, with the pending set read BESIDE it rather than
+ * before it: the marks are read while the main query runs, not one round trip ahead of it.
+ *
+ * The query is compiled with a guess (the set the org's last read found, or nothing pending) while
+ * the set is read on its own. The answer stands when the guess covers the set read (coversPending):
+ *   - set read before the query read a slice row: this is the read-first protocol;
+ *   - set read after: every slice served was unmarked when the set was read. A mark is added
+ *     before its write stores any response and taken back only after the recompute, so a write
+ *     that stopped (crash, engine error: its mark stays) and whose responses the query could
+ *     have missed is named by the set read after them. A write in flight meanwhile may have been
+ *     recomputed or not when the query read its slice: a slice row is always a whole recompute
+ *     (schema/020), and a read that started before a write was acknowledged is not owed it (as
+ *     with the read-first protocol, whose set may be read just before such a write marks).
+ * Otherwise the query runs again, compiled with the set read. `compile` returns null when the
+ * rollup cannot serve the request whatever is pending (the caller then reads the raw table);
+ * returns the rows, or null. The set is read on `fresh` (never from a cache).
+ */
+export async function runWithPending<R>(run: RunQuery, fresh: RunQuery, orgId: string, compile: (pending: Pending) => CompiledQuery | null): Promise<R[] | null> {
+  const key = orgId.toLowerCase();
+  const guess = lastSeen.get(key) ?? NOTHING_PENDING;
+  const q = compile(guess);
+  if (!q) return null;
+  const [rows, seen] = await Promise.all([run<R>(q), readPending(fresh, orgId)]);
+  if (lastSeen.size >= LAST_SEEN_MAX_ORGS) lastSeen.clear();
+  lastSeen.set(key, seen);
+  if (coversPending(guess, seen)) return rows;
+  const again = compile(seen);
+  return again ? run<R>(again) : null;
 }

@@ -15,12 +15,10 @@
  * A slice whose maintenance is pending (a write in flight or interrupted) is read from
  * survey_responses instead, its day and month from their other hours and days; with the whole org pending (seed,
  * rebuild) or too many pending slices, the request reads survey_responses alone.
- * The pending set is read inside the request's own query when this process still knows it
- * (runWithPending). A search count (no cursor) is served alike. Without a filter, the slice
+ * The pending set is read beside the request's own query (pending.ts runWithPending). A search count (no cursor) is served alike. Without a filter, the slice
  * totals (schema/050) stand for the groups (rollupGroupsSql, rollupAnswersSql).
  */
-import type { CompiledQuery, ParamBag, RunQuery } from '../../clickhouse/sql.ts';
-import { compiled } from '../../clickhouse/sql.ts';
+import type { ParamBag, RunQuery } from '../../clickhouse/sql.ts';
 import type { Scope } from '../compile.ts';
 import { compileFilter } from '../compile.ts';
 import type { FilterNode } from '../filters.ts';
@@ -28,9 +26,9 @@ import { answerGroupFilter, answerGroupsSql } from '../answer-rollups.ts';
 import type { GroupByRule } from '../group-by.ts';
 import type { HistogramPlan } from '../../query/histogram.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
-import { MAX_PENDING_SLICES, onMarksChanged, pendingOf, pendingSetSql, type Pending } from './pending.ts';
+import type { Pending } from './pending.ts';
 
-export type { Pending } from './pending.ts';
+export { runWithPending, type Pending } from './pending.ts';
 import { MICROS_PER_DAY, MICROS_PER_HOUR, ceilMonth, ceilTo, floorMonth, floorTo, sliceOf, sliceStartSql, type HourSlice, type Span } from './slices.ts';
 
 const DT = "DateTime64(6, 'UTC')";
@@ -83,86 +81,6 @@ export function grainOf(plans: readonly (HistogramPlan | undefined)[]): Span | n
     finer(p.start % MICROS_PER_DAY !== 0n || step % MICROS_PER_DAY !== 0n ? 'hour' : 'day');
   }
   return grain;
-}
-
-/**
- * The pending set's fingerprint: the sorted "survey/hour" texts of its slices, joined; undefined
- * past FINGERPRINT_MAX_SLICES (such a set is not remembered, see runWithPending).
- */
-const FINGERPRINT_MAX_SLICES = 32;
-
-/** The pending set (pending.ts) with its fingerprint. */
-async function readPendingWithFingerprint(run: RunQuery, orgId: string): Promise<Pending & { fingerprint?: string }> {
-  const rows = await run<{ s: string; h: string }>(compiled(
-    `SELECT toString(survey_id) AS s, toString(hour) AS h FROM (${pendingSetSql('{org:UUID}')}) LIMIT ${MAX_PENDING_SLICES + 1}`,
-    { org: orgId },
-  ));
-  const pending = pendingOf(rows);
-  // The same text as pendingFingerprintSql: UUID and DateTime64 texts are ASCII, so JS and the
-  // engine sort them alike.
-  const fingerprint = pending.org || rows.length > FINGERPRINT_MAX_SLICES ? undefined : rows.map((r) => `${r.s}/${r.h}`).sort().join(',');
-  return { ...pending, fingerprint };
-}
-
-/** A scalar subquery: the org's pending set as readPending's fingerprint ('many' past the bound). */
-function pendingFingerprintSql(orgParam: string): string {
-  return (
-    `(SELECT if(count() > ${FINGERPRINT_MAX_SLICES}, 'many', arrayStringConcat(arraySort(groupArray(concat(toString(survey_id), '/', toString(hour)))), ',')) ` +
-    `FROM (${pendingSetSql(orgParam)}))`
-  );
-}
-
-/** The last pending set read per org in this process, with its fingerprint (bounded: cleared when full). */
-const lastPending = new Map<string, { pending: Pending; fingerprint: string }>();
-const LAST_PENDING_MAX_ORGS = 10_000;
-
-// This process changed the org's marks (a write or a recompute): its remembered set is stale, so
-// the next read reads the set first instead of running a query that would be found stale. Only
-// saves that query: correctness never depends on it (other processes change marks too).
-onMarksChanged((orgId) => lastPending.delete(orgId.toLowerCase()));
-
-/**
- * Runs a rollup-served read without a round trip of its own for the pending marks, when it can.
- *
- * The pending set decides which slices the rollup answers (read.ts), so it must be read before
- * the rollup rows. Read as a query of its own, it costs a round trip per request (~8 ms of the
- * 30-60 ms these reads take). Instead the query is compiled with the set this process read last
- * for the org, and carries the set as the engine sees it in a scalar subquery, which the engine
- * evaluates while analysing the query, before any table is read (ClickHouse runs scalar
- * subqueries at analysis; see ClickHouse issue #36950). When that fingerprint equals the one the
- * query was compiled with, the answer is exactly what reading the set first would have given.
- * Otherwise (a write or a recompute in between, or nothing remembered) the set is read on its
- * own and the query runs again with it, as before. The checked query runs on `fresh` (never the
- * engine's query cache: a cached answer would carry an old fingerprint).
- *
- * `compile` returns null when the rollup cannot serve the request whatever is pending (the caller
- * then reads the raw table). Returns the rows (without the fingerprint column), or null.
- */
-export async function runWithPending<R extends object>(
-  run: RunQuery,
-  fresh: RunQuery,
-  orgId: string,
-  compile: (pending: Pending) => CompiledQuery | null,
-): Promise<R[] | null> {
-  const key = orgId.toLowerCase();
-  const known = lastPending.get(key);
-  if (known) {
-    const q = compile(known.pending);
-    if (!q) return null;
-    const checked = compiled(`SELECT *, ${pendingFingerprintSql('{pending_org:UUID}')} AS pending_fingerprint FROM (${q.sql})`, { ...q.params, pending_org: orgId });
-    const rows = await fresh<R & { pending_fingerprint: string }>(checked);
-    if (rows.length > 0 && rows[0].pending_fingerprint === known.fingerprint) {
-      return rows.map(({ pending_fingerprint: _, ...row }) => row as unknown as R);
-    }
-    lastPending.delete(key);
-  }
-  const { fingerprint, ...pending } = await readPendingWithFingerprint(fresh, orgId);
-  if (fingerprint !== undefined) {
-    if (lastPending.size >= LAST_PENDING_MAX_ORGS) lastPending.clear();
-    lastPending.set(key, { pending, fingerprint });
-  }
-  const q = compile(pending);
-  return q ? run<R>(q) : null;
 }
 
 /** Which rows answer what: null bounds are unbounded; each level answers inside the one before. */
