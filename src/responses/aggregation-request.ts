@@ -66,7 +66,7 @@ export async function runAggregationRequest(run: RunQuery, scope: Scope, request
   if (!request.compare) {
     const plans = ranged ? planLevels(rules, scope.range, {}) : undefined;
     periods = [runAggregation(run, scope, rules, { ...options, metrics, plans })];
-    if (plans) releases = releasesForSeries(fresh, scope.orgId, scope.range, plans);
+    if (plans) releases = releasesForSeries(fresh, scope.orgId, plans);
   } else {
     const range = mainRange(scope);
     const plans = planLevels(rules, scope.range, {});
@@ -79,11 +79,11 @@ export async function runAggregationRequest(run: RunQuery, scope: Scope, request
       ...comparisons.map((c, i) => rows.then((all) => ({ plans: [...c.plans], rows: all[i + 1], range: c.range }))),
     ];
     // Releases of every date level of every period, in one read.
-    releases = releasesForSeries(fresh, scope.orgId, scope.range, [...plans, ...comparisons.flatMap((c) => c.plans)], 1 + comparisons.length);
+    releases = releasesForSeries(fresh, scope.orgId, [...plans, ...comparisons.flatMap((c) => c.plans)], 1 + comparisons.length);
   }
   const [main, ...comparisons] = await Promise.all(periods);
-  // A series bounded by the data: its plans are known now (releasesForSeries reads none without a range).
-  const found = await (releases ?? releasesForSeries(fresh, scope.orgId, scope.range, main.plans));
+  // A series bounded by the data: its plans are known once its bounds were read.
+  const found = await (releases ?? releasesForSeries(fresh, scope.orgId, main.plans));
   return { main, comparisons, releases: found };
 }
 

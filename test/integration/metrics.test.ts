@@ -463,6 +463,9 @@ describe('survey metrics, comparisons, answer filters and releases: the same ans
     const { took: _t, ...got } = res.body;
     expect(got).to.deep.equal(reference(records, req, surveys, channels, releases));
     expect(got.aggregations.releases.map((r: Rec) => r.name)).to.deep.equal(['Spring']);
+    // Without a range, the series spans the data (a year before BASE to 40 days after it): its releases too.
+    const spanned = await svc.request('SEARCH', '/1.0/survey/*/response/aggregation', { token: read, body: { group_by: [{ field: 'created_at', date_histogram_min_interval: 'month', date_histogram_buckets: 20 }] } });
+    expect(spanned.body.aggregations.releases.map((r: Rec) => [r.name, r.bucket])).to.deep.equal([['Old', '2023-03-01T00:00:00.000000Z'], ['Spring', '2024-03-01T00:00:00.000000Z'], ['Hotfix', '2024-03-01T00:00:00.000000Z']]);
 
     const filter = { type: 'response.answer', key: NPS_Q, operator: 'gt', value: 8 };
     const matching = records.filter((r) => matchesFilter(r, filter, channels));
