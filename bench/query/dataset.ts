@@ -172,11 +172,11 @@ function longClient(endpoint: EngineEndpoint, database: string): ClickHouseClien
  * OPTIMIZE ... FINAL: one part per partition (the state once background merges have caught up;
  * partitions already in one part are skipped).
  */
-export async function optimizeFinal(endpoint: EngineEndpoint, database: string): Promise<number> {
+export async function optimizeFinal(endpoint: EngineEndpoint, database: string, table: 'survey_responses' | 'survey_rollup' | 'survey_rollup_answers' = 'survey_responses'): Promise<number> {
   const client = longClient(endpoint, database);
   const t0 = performance.now();
   try {
-    await client.command({ query: 'OPTIMIZE TABLE survey_responses FINAL', clickhouse_settings: { optimize_skip_merged_partitions: 1 } });
+    await client.command({ query: `OPTIMIZE TABLE ${table} FINAL`, clickhouse_settings: { optimize_skip_merged_partitions: 1 } });
   } finally {
     await client.close();
   }

@@ -42,13 +42,12 @@ export function markReleases<L extends object>(level: L, plans: readonly (Histog
 }
 
 /**
- * The releases of the organization in the union of the date levels' series, oldest first, when
- * the request has a range (a series bounded by the data alone is not a chart's window; and an
- * answer without a range stays the counts of the data, comparable from one service to another).
+ * The releases of the organization in the union of the date levels' series, oldest first: every
+ * date histogram's, whether its series comes from the request's range or from the data's bounds.
  */
-export async function releasesForSeries(run: RunQuery, orgId: string, range: object | undefined, plans: readonly (HistogramPlan | undefined)[], periods = 1): Promise<Release[]> {
+export async function releasesForSeries(run: RunQuery, orgId: string, plans: readonly (HistogramPlan | undefined)[], periods = 1): Promise<Release[]> {
   const dated = plans.filter((p): p is HistogramPlan => p !== undefined && p.starts.length > 0);
-  if (dated.length === 0 || range === undefined) return [];
+  if (dated.length === 0) return [];
   const from = dated.reduce((t, p) => (p.start < t ? p.start : t), dated[0].start);
   const to = dated.reduce((t, p) => (p.end > t ? p.end : t), dated[0].end);
   return (await run<Release>(compileReleasesBetween(orgId, from, to, MAX_RELEASE_MARKS * periods))).map(toRelease);

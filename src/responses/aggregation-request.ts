@@ -4,8 +4,9 @@
  * interval and bucket count (src/metrics/compare.ts), the releases on every date level
  * (src/releases/marks.ts), and the shaping that aligns the trees and adds each metric's change.
  *
- * The periods are independent reads: they run side by side, and the whole request is cached as
- * one entry (result-cache.ts), so an answer always comes from one consistent run.
+ * The periods are read in one query where the rollups serve them all (aggregation-periods.ts),
+ * side by side otherwise, and the whole request is cached as one entry (result-cache.ts), so an
+ * answer always comes from one consistent run.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { RunQuery } from '../clickhouse/sql.ts';
@@ -19,6 +20,7 @@ import type { Release } from '../releases/schema.ts';
 import {
   countsByPath, planLevels, runAggregation, shapeAggregation, type AggregationResult, type AggregationRow, type LevelResult,
 } from './aggregation.ts';
+import { runPeriods } from './aggregation-periods.ts';
 import type { Scope } from './compile.ts';
 import type { GroupByRule } from './group-by.ts';
 import type { MetricName } from './metrics.ts';
@@ -64,24 +66,24 @@ export async function runAggregationRequest(run: RunQuery, scope: Scope, request
   if (!request.compare) {
     const plans = ranged ? planLevels(rules, scope.range, {}) : undefined;
     periods = [runAggregation(run, scope, rules, { ...options, metrics, plans })];
-    if (plans) releases = releasesForSeries(fresh, scope.orgId, scope.range, plans);
+    if (plans) releases = releasesForSeries(fresh, scope.orgId, plans);
   } else {
     const range = mainRange(scope);
     const plans = planLevels(rules, scope.range, {});
     const comparisons = planComparisons(request.compare, range, plans);
+    const shifted = comparisons.map((c): Scope => ({ ...scope, range: { start: formatDbMicros(c.range.start), end: formatDbMicros(c.range.end) } }));
+    // Every period in one query where the rollups serve them all (aggregation-periods.ts).
+    const rows = runPeriods(run, [{ scope, plans }, ...comparisons.map((c, i) => ({ scope: shifted[i], plans: c.plans }))], rules, { ...options, metrics });
     periods = [
-      runAggregation(run, scope, rules, { ...options, metrics, plans }).then((p) => ({ ...p, range })),
-      ...comparisons.map((c) => {
-        const shifted: Scope = { ...scope, range: { start: formatDbMicros(c.range.start), end: formatDbMicros(c.range.end) } };
-        return runAggregation(run, shifted, rules, { ...options, metrics, plans: c.plans }).then((p) => ({ ...p, range: c.range }));
-      }),
+      rows.then(([main]) => ({ plans, rows: main, range })),
+      ...comparisons.map((c, i) => rows.then((all) => ({ plans: [...c.plans], rows: all[i + 1], range: c.range }))),
     ];
     // Releases of every date level of every period, in one read.
-    releases = releasesForSeries(fresh, scope.orgId, scope.range, [...plans, ...comparisons.flatMap((c) => c.plans)], 1 + comparisons.length);
+    releases = releasesForSeries(fresh, scope.orgId, [...plans, ...comparisons.flatMap((c) => c.plans)], 1 + comparisons.length);
   }
   const [main, ...comparisons] = await Promise.all(periods);
-  // A series bounded by the data: its plans are known now (releasesForSeries reads none without a range).
-  const found = await (releases ?? releasesForSeries(fresh, scope.orgId, scope.range, main.plans));
+  // A series bounded by the data: its plans are known once its bounds were read.
+  const found = await (releases ?? releasesForSeries(fresh, scope.orgId, main.plans));
   return { main, comparisons, releases: found };
 }
 

@@ -37,7 +37,7 @@ import { compareSchema } from '../metrics/compare.ts';
 import { answerGroupFilter, answersCompleteColumn, completeRows } from './answer-rollups.ts';
 import type { ReleaseMark } from '../releases/marks.ts';
 import {
-  GROUP_METRIC_ROW, NO_COUNTS, RAW_METRIC_ROW, WEIGHTED_METRIC_ROW, countsOf, metricAggregates, metricRowColumns, metricsSchema, metricsServable, rollupMetricGroupsSql,
+  GROUP_METRIC_ROW, NO_COUNTS, RAW_METRIC_ROW, WEIGHTED_METRIC_ROW, countsOf, metricAggregates, metricGroupsFromTotals, metricRowColumns, metricsSchema, metricsServable, rollupMetricGroupsSql,
   shapeMetrics, type MetricCounts, type MetricName, type Metrics,
 } from './metrics.ts';
 import {
@@ -54,7 +54,8 @@ import { parseInstantMicros, planSeries, type HistogramPlan } from '../query/his
 import { checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, tooManyBuckets } from '../query/ranked-buckets.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
-import { filtersServable, grainOf, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type GroupColumn, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { filtersServable, grainOf, groupsFromTotals, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type GroupColumn, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import type { Span } from './rollups/slices.ts';
 
 export { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
 import { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
@@ -145,12 +146,11 @@ export function compileAggregation(
 ): CompiledQuery {
   const bag = new ParamBag();
   if (rollup) {
-    const weighted = weightedSource(scope, rules, plans, rollup, bag, metrics);
+    const { fromTotals, ...weighted } = weightedSource(scope, rules, plans, rollup, bag, metrics);
     const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
     // Rollup-served metrics have no multi-valued level (metricsServable): every row counts in full.
     const ranked = compileRankedBuckets({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit, bounded: boundedLevels(rules) });
-    const check = answersCompleteColumn(scope, rollup, bag);
-    return compiled(check ? `SELECT *${check} FROM (${ranked})` : ranked, bag);
+    return compiled(`SELECT *${answersCompleteColumn(scope, rollup, bag, fromTotals)} FROM (${ranked})`, bag);
   }
   const source = fromScope(scope, bag);
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
@@ -184,10 +184,11 @@ function firstFlagsPerDepth(rules: readonly GroupByRule[]): string[] {
  * - rollup groups: their response count down to the answer level (every depth when there is
  *   none); their answer key is NULL, so they are in no bucket of that level or below;
  * - rollup answer counts (of the one answer level's question): their count from that level down.
+ * `fromTotals`: whether the rollup groups came from the slice totals (for the answers' completeness check).
  */
-function weightedSource(
+export function weightedSource(
   scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupWindow, bag: ParamBag, metrics: readonly MetricName[],
-): { source: string; keys: string[]; count: string } {
+): { source: string; keys: string[]; count: string; fromTotals: boolean } {
   const n = rules.length;
   const depths = Array.from({ length: n + 1 }, (_, d) => d);
   const answerLevel = rules.findIndex((r) => r.kind === 'answer') + 1; // 1-based, 0 when none
@@ -206,6 +207,7 @@ function weightedSource(
   // The group columns the levels' keys read (survey_id and created_at are on every rollup row).
   const columns = rules.flatMap((r): GroupColumn[] => (r.kind === 'completion' || r.kind === 'end_reason' ? [r.kind] : []));
   const groups = metrics.length === 0 ? rollupGroupsSql(scope, rollup, bag, columns) : rollupMetricGroupsSql(scope, rollup, bag, columns, metrics);
+  const fromTotals = metrics.length === 0 ? groupsFromTotals(scope, columns) : metricGroupsFromTotals(scope, columns);
   sources.push(`SELECT ${keysWith('CAST(NULL AS Nullable(String))')}, ${weights((d) => (answerLevel === 0 || d < answerLevel ? 'x_rows' : '0'))}${metricRowColumns(metrics, GROUP_METRIC_ROW)} FROM (${groups})`);
   if (answerLevel > 0) {
     const rule = rules[answerLevel - 1] as Extract<GroupByRule, { kind: 'answer' }>;
@@ -215,6 +217,7 @@ function weightedSource(
     source: `FROM (${sources.join(' UNION ALL ')})`,
     keys: rules.map((_, i) => `u${i + 1}`),
     count: `multiIf(${depths.slice(0, -1).map((d) => `depth = ${d}, sum(w${d})`).join(', ')}, sum(w${n}))`,
+    fromTotals,
   };
 }
 
@@ -284,6 +287,25 @@ export interface AggregationOptions extends ReadOptions {
   plans?: readonly (HistogramPlan | undefined)[];
 }
 
+/**
+ * The coarsest slice the rollups serve the request with (rollups/read.ts grainOf), or null when
+ * they cannot serve it and the raw table answers. An answer filter's groups hold no other
+ * question's answers: no `answer` level with it (answer-rollups.ts).
+ */
+export function rollupGrain(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly MetricName[], options: ReadOptions): Span | null {
+  const answerFiltered = answerGroupFilter(scope) !== undefined && rules.some((r) => r.kind === 'answer');
+  return options.rollups !== false && filtersServable(scope) && !answerFiltered && rulesServable(rules) && metricsServable(rules, metrics) ? grainOf(plans) : null;
+}
+
+/**
+ * The rows of a rollup-served read that checked its answer filter's slices (answer-rollups.ts), or
+ * null when one was incomplete. The check rides on the rows: with none (no bucket, not even the
+ * total), nothing said the slices were complete.
+ */
+export function checkedRows(scope: Scope, rows: readonly AggregationRow[]): AggregationRow[] | null {
+  return rows.length === 0 && answerGroupFilter(scope) ? null : completeRows(rows);
+}
+
 /** The data bounds when a histogram needs them, the plans, then the grouped query. */
 export async function runAggregation(run: RunQuery, scope: Scope, rules: readonly GroupByRule[], options: AggregationOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
   const metrics = options.metrics ?? [];
@@ -292,11 +314,9 @@ export async function runAggregation(run: RunQuery, scope: Scope, rules: readonl
   const plans = options.plans ? [...options.plans] : planLevels(rules, scope.range, bounds);
   checkDenseBuckets(plans);
   // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
-  // An answer filter's groups hold no other question's answers: no `answer` level with it (answer-rollups.ts).
-  const answerFiltered = answerGroupFilter(scope) !== undefined && rules.some((r) => r.kind === 'answer');
-  const grain = options.rollups !== false && filtersServable(scope) && !answerFiltered && rulesServable(rules) && metricsServable(rules, metrics) ? grainOf(plans) : null;
+  const grain = rollupGrain(scope, rules, plans, metrics, options);
   if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics)) };
   const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, grain) ?? undefined, metrics);
   const rows = (await runWithPending<AggregationRow>(run, options.fresh ?? run, scope.orgId, compile))!;
-  return { plans, rows: completeRows(rows) ?? (await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics))) };
+  return { plans, rows: checkedRows(scope, rows) ?? (await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics))) };
 }

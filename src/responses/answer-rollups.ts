@@ -1,25 +1,30 @@
 /**
- * Answer filters served by the rollups (schema/110): the responses that gave one answer to one
- * question are groups of each slice of their own (a_*: per channel, completion, end reason,
- * language, support, question and value, their count and score counts), so a summary, an
- * aggregation or a search total filtered by `response.answer` `eq` reads those groups instead of
- * every response, as the response groups g_* serve the other filters.
+ * Answer filters served by the rollups. The responses that gave one answer to one question are
+ * read from what the slices hold about them instead of from every response:
+ *   - one `eq` answer filter alone: the answer totals of that answer (schema/111: per slice and
+ *     (question, value), the slice totals of those responses, sorted by answer), the same
+ *     questions as the slice totals answer without a filter (summary, search total, aggregations
+ *     by survey_id, created_at and one of completion / end_reason, metrics without those);
+ *   - otherwise, one `eq` answer filter ANDed with completion / language / channel_id filters
+ *     (columns of the answer groups), or a request the totals do not answer: the answer groups of
+ *     the slice rows (schema/110, a_*: per channel, completion, end reason, language, support,
+ *     question and value, their count and score counts), as the response groups g_* serve the
+ *     other filters.
+ * Not served (the raw table answers): `neq`, `in`, `null`, `contains`, `gt` / `lt` (a response
+ * with several answers to the question would count once per value, and the score is not a group
+ * key), two answer filters, OR, and an aggregation with an `answer` level (its counts are not split
+ * by the filter's answer).
  *
- * Served: one `eq` answer filter, alone or ANDed with completion / language / channel_id filters
- * (those are columns of the answer groups). Not served (the raw table answers): `neq`, `in`, `null`,
- * `contains`, `gt` / `lt` (a response with several answers to the question would count once per
- * value, and the score is not a group key), two answer filters, OR, and an aggregation with an
- * `answer` level (its counts are not split by the filter's answer).
- *
- * Slice rows written before schema/110 hold no score arrays: the read carries, in the same query,
- * whether every slice row it read holds them (`answers_complete`), and the caller reads the raw
- * table when one does not (after `tallyhouse rollups rebuild` every row does).
+ * Completeness. Slices written before schema/110 hold no score arrays, slices written before
+ * schema/111 no answer totals: the read carries, in the same query, whether every slice it read
+ * holds what it needs (`answers_complete`), and the caller reads the raw table when one does not
+ * (after `tallyhouse rollups rebuild` every slice does).
  */
 import type { ParamBag } from '../clickhouse/sql.ts';
 import type { AnswerFilterNode } from './answer-filter.ts';
 import type { Scope } from './compile.ts';
 import type { FilterNode } from './filters.ts';
-import { rollupRowsSql, type RollupWindow } from './rollups/read.ts';
+import { rollupRowsSql, sliceWhereSql, type RollupWindow } from './rollups/read.ts';
 
 const DIMENSION_KINDS: ReadonlySet<FilterNode['kind']> = new Set(['completion', 'language', 'channel_id']);
 
@@ -35,6 +40,69 @@ export function answerGroupFilter(scope: Scope): { answer: EqAnswer; dimensions:
   if (dimensions.length > 0 && scope.filtersBool !== 'AND') return undefined;
   return dimensions.every((f) => DIMENSION_KINDS.has(f.kind)) ? { answer, dimensions } : undefined;
 }
+
+/** The one `eq` answer filter alone (no other filter): the answer totals (schema/111) serve it. */
+export function answerTotalsFilter(scope: Scope): EqAnswer | undefined {
+  const found = answerGroupFilter(scope);
+  return found && found.dimensions.length === 0 ? found.answer : undefined;
+}
+
+/** The current version of each slice of the window: `(span, survey_id, start, version)` rows of survey_rollup FINAL. */
+const currentSlicesSql = (scope: Scope, w: RollupWindow, bag: ParamBag) => `SELECT span, survey_id, start, version FROM survey_rollup FINAL WHERE ${sliceWhereSql(scope, w, bag)}`;
+
+/** The answer totals' key of the filter's answer. */
+function answerKeySql(scope: Scope, bag: ParamBag): string {
+  const answer = answerTotalsFilter(scope)!;
+  return `question_id = ${bag.add(answer.question, 'String')} AND value = ${bag.add(answer.values[0], 'String')}`;
+}
+
+/** The key of the markers: one per slice row, holding its `complete` (schema/111). */
+const MARKER_KEY = "question_id = '' AND value = ''";
+
+/**
+ * `FROM ... WHERE ...` of the answer totals of the filter's answer in the window (the t_* columns
+ * of the slice totals, one row per slice holding the answer), each at its slice's current version:
+ * a row of an older version is an answer the slice no longer holds. Their completeness is
+ * answerTotalsCompleteSql's (or answerTotalsJoinedSql's) to check.
+ */
+export function answerTotalsRowsSql(scope: Scope, w: RollupWindow, bag: ParamBag, arrayJoin?: string): string {
+  return (
+    `FROM survey_rollup_answers FINAL${arrayJoin ? ` ARRAY JOIN ${arrayJoin}` : ''} WHERE ${answerKeySql(scope, bag)} AND ${sliceWhereSql(scope, w, bag)} ` +
+    `AND (span, survey_id, start, version) IN (${currentSlicesSql(scope, w, bag)})`
+  );
+}
+
+/**
+ * Every slice of the window at its current version, joined with its marker and, when `columns`
+ * asks for them, its answer totals row of the filter's answer: `SELECT <columns>, countIf(complete
+ * = 0) AS <incomplete>` over the joined rows. A slice without a marker at its version (written
+ * before schema/111) joins nothing and counts with the defaults (complete = 0, as join_use_nulls =
+ * 0 is pinned), like one whose marker says its answer groups lack scores (schema/110); the t_* of
+ * the marker are empty and those of a missing row the defaults (0, empty maps), so sums over the
+ * joined rows are the answer's alone.
+ */
+function answerTotalsJoinedSql(scope: Scope, w: RollupWindow, bag: ParamBag, columns: string, incomplete: string): string {
+  const entries = columns ? `((${answerKeySql(scope, bag)}) OR (${MARKER_KEY}))` : MARKER_KEY;
+  const picked = columns ? ', t_rows, t_completion, t_end_reason, t_language, t_support, t_nps, t_csat, t_ces' : '';
+  return (
+    `SELECT ${columns ? `${columns}, ` : ''}countIf(complete = 0) AS ${incomplete} ` +
+    `FROM (${currentSlicesSql(scope, w, bag)}) AS slices ` +
+    `LEFT JOIN (SELECT span, survey_id, start, version, complete${picked} FROM survey_rollup_answers FINAL WHERE ${entries} AND ${sliceWhereSql(scope, w, bag)}) AS totals ` +
+    'USING (span, survey_id, start, version)'
+  );
+}
+
+/**
+ * The summary's part from the answer totals: `columns` (aggregates of the t_* columns, one row)
+ * and `b_incomplete`, the slices of the window whose answer totals are missing or incomplete
+ * (more than 0: the caller reads the raw table). One query, no second read for the check.
+ */
+export const answerTotalsSummarySql = (scope: Scope, w: RollupWindow, bag: ParamBag, columns: string): string =>
+  answerTotalsJoinedSql(scope, w, bag, columns, 'b_incomplete');
+
+/** A scalar: 1 when every slice of the window has complete answer totals (schema/111), else 0. */
+export const answerTotalsCompleteSql = (scope: Scope, w: RollupWindow, bag: ParamBag): string =>
+  `(SELECT incomplete = 0 FROM (${answerTotalsJoinedSql(scope, w, bag, '', 'incomplete')}))`;
 
 /**
  * The answer groups of the filter's (question, value) in the window, one row per group with the
@@ -73,9 +141,20 @@ export function answersCompleteSql(scope: Scope, w: RollupWindow, bag: ParamBag)
   return `(SELECT countIf(length(a_nps) != length(a_question_id)) = 0 ${rollupRowsSql({ ...scope, filters: [] }, w, bag)} AND has(a_question_id, ${q}))`;
 }
 
-/** The column carrying answersCompleteSql, for a query of a scope the answer groups serve ('' otherwise). */
-export function answersCompleteColumn(scope: Scope, w: RollupWindow | undefined, bag: ParamBag): string {
-  return w && answerGroupFilter(scope) ? `, ${answersCompleteSql(scope, w, bag)} AS answers_complete` : '';
+/**
+ * The completeness check of what a query read, a scalar: answerTotalsCompleteSql when its groups
+ * came from the answer totals (`fromTotals`: rollups/read.ts groupsFromTotals), answersCompleteSql
+ * when from the answer groups; undefined for a scope without a served answer filter.
+ */
+export function answersCheckSql(scope: Scope, w: RollupWindow | undefined, bag: ParamBag, fromTotals: boolean): string | undefined {
+  if (!w || !answerGroupFilter(scope)) return undefined;
+  return fromTotals && answerTotalsFilter(scope) ? answerTotalsCompleteSql(scope, w, bag) : answersCompleteSql(scope, w, bag);
+}
+
+/** answersCheckSql as the column `answers_complete` of a query's row ('' when there is none). */
+export function answersCompleteColumn(scope: Scope, w: RollupWindow | undefined, bag: ParamBag, fromTotals: boolean): string {
+  const check = answersCheckSql(scope, w, bag, fromTotals);
+  return check ? `, ${check} AS answers_complete` : '';
 }
 
 /** Rows of such a query: null when a slice row lacked its score arrays (read the raw table), else the rows without the column. */

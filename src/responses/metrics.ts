@@ -17,7 +17,7 @@ import type { ParamBag } from '../clickhouse/sql.ts';
 import type { Scope } from './compile.ts';
 import { COMPLETION_VALUES, type Completion } from './filters.ts';
 import { isMultiValued, type GroupByRule } from './group-by.ts';
-import { rollupGroupsSql, rollupRowsSql, type GroupColumn, type RollupWindow } from './rollups/read.ts';
+import { rollupGroupsSql, totalsRowsSql, totalsServable, type GroupColumn, type RollupWindow } from './rollups/read.ts';
 import { SCALES, roundRatio, type SummaryRow } from './summary.ts';
 
 export const METRIC_NAMES = ['nps', 'csat', 'ces', 'completion'] as const;
@@ -121,16 +121,20 @@ export function metricAggregates(names: readonly MetricName[], row: MetricRowSql
   return out;
 }
 
+/** Whether rollupMetricGroupsSql answers from the slice totals: no group column asked, and a scope they serve. */
+export const metricGroupsFromTotals = (scope: Scope, columns: readonly GroupColumn[]): boolean => columns.length === 0 && totalsServable(scope);
+
 /**
  * The rollup groups with their metric counts (GROUP_METRIC_ROW) and the group columns the levels
- * need. With no filter and no such column, the slice totals (schema/050) answer: one row per
- * slice, its score and completion maps as they are stored.
+ * need. When the slice totals serve (metricGroupsFromTotals: schema/050 without a filter, the
+ * answer totals of schema/111 with one answer `eq`), one row per slice, its score and completion
+ * maps as they are stored.
  */
 export function rollupMetricGroupsSql(scope: Scope, w: RollupWindow, bag: ParamBag, columns: readonly GroupColumn[], names: readonly MetricName[]): string {
-  if (scope.filters.length === 0 && columns.length === 0) {
+  if (metricGroupsFromTotals(scope, columns)) {
     return (
       'SELECT survey_id, start AS created_at, t_rows AS x_rows, t_nps AS x_nps, t_csat AS x_csat, t_ces AS x_ces, ' +
-      `CAST(t_completion, 'Map(String, UInt64)') AS x_completion ${rollupRowsSql(scope, w, bag)}`
+      `CAST(t_completion, 'Map(String, UInt64)') AS x_completion ${totalsRowsSql(scope, w, bag)!}`
     );
   }
   const scores = names.filter((m): m is 'nps' | 'csat' | 'ces' => m !== 'completion').map((m) => `x_${m}` as GroupColumn);

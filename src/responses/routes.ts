@@ -192,7 +192,7 @@ export function responsesFeature(deps: AppDeps): Feature {
           '(average, n, 95% interval) and completion (counts, rate, 95% interval), computed as the summary computes them. `compare` (previous_period, ' +
           'previous_year or a list of {start, end} ranges; needs range.start and range.end) adds `comparisons`: the same tree over each range, the date ' +
           'levels with the main series\' interval and bucket count, each metric with `delta` (main minus comparison), `delta_ci95` and `significant` (at 95%). ' +
-          'With a `range`, a date level lists the organization\'s `releases` whose released_at falls in its series, with the `bucket` each falls in (absent when none).',
+          'A date level lists the organization\'s `releases` whose released_at falls in its series (the range\'s, or the data\'s without one), with the `bucket` each falls in (absent when none).',
         scope: 'responses:read',
         rateLimit: 'survey read',
         params: SURVEY_IDS,

@@ -1,7 +1,7 @@
 /** SEARCH /1.0/survey/<survey_ids>/response: the count, then the page (routes.ts wires it). */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, windowStartsBefore, type Scope, type SearchCountRow } from './compile.ts';
-import { filtersServable, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { filtersServable, groupsFromTotals, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 import { rowsInScopeSql } from './scope-rows.ts';
 import { MICROS_PER_HOUR, parseInstantMicros } from '../query/histogram.ts';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
@@ -99,7 +99,7 @@ export function compileRollupCount(scope: Scope, window: RollupWindow): Compiled
   // The raw rows are few here (the partial hours at the ends, pending hours): grouped by their
   // created_at, they give the newest match as the slices do.
   const rows = rowsInScopeSql(scope, window, bag, { keys: ['created_at'] });
-  return compiled(`SELECT sum(group_rows) AS total, toString(maxIfOrNull(created_at, group_rows > 0)) AS newest${answersCompleteColumn(scope, window, bag)} FROM (${rows})`, bag);
+  return compiled(`SELECT sum(group_rows) AS total, toString(maxIfOrNull(created_at, group_rows > 0)) AS newest${answersCompleteColumn(scope, window, bag, groupsFromTotals(scope, []))} FROM (${rows})`, bag);
 }
 
 /**

@@ -24,8 +24,8 @@ import { QUERY_SETTINGS, type Scope } from './compile.ts';
 import { rawGroupsSql, rowsInScopeSql } from './scope-rows.ts';
 import { cachedRequest } from '../query/request-cache.ts';
 import { COMPLETION_VALUES } from './filters.ts';
-import { answersCompleteColumn, completeRows } from './answer-rollups.ts';
-import { filtersServable, rollupRowsSql, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { answerTotalsFilter, answerTotalsSummarySql, answersCompleteColumn, completeRows } from './answer-rollups.ts';
+import { filtersServable, rollupRowsSql, rollupWindow, runWithPending, totalsServable, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
 // --- the summary -----------------------------------------------------------------------------------
 
@@ -84,22 +84,25 @@ export function compileSummary(scope: Scope, rollup?: RollupWindow): CompiledQue
   // Each part folds into the seven maps, as b_* columns of one row with the same types; the
   // parts' rows are then added up. (Inner aliases are neither column names nor lambda arguments
   // of the filters: ClickHouse resolves aliases in WHERE.)
-  const fold = (groups: string) =>
+  const fold = (groups: string, extra = '') =>
     'SELECT sumMap(group_nps) AS b_nps, sumMap(group_csat) AS b_csat, sumMap(group_ces) AS b_ces, ' +
     'sumMap(map(toString(completion), group_rows)) AS b_completion, sumMap(map(toString(end_reason), group_rows)) AS b_end_reason, ' +
     'sumMap(map(toString(language), group_rows)) AS b_language, ' +
-    `sumMap(mapFromArrays(CAST(hf_support, 'Array(String)'), arrayMap(x -> group_rows, hf_support))) AS b_support FROM (${groups})`;
+    `sumMap(mapFromArrays(CAST(hf_support, 'Array(String)'), arrayMap(x -> group_rows, hf_support))) AS b_support${extra} FROM (${groups})`;
   const parts: string[] = [];
-  if (rollup && scope.filters.length === 0) {
-    // Nothing narrows the groups: the slice totals are the summary's maps already (schema/050).
+  // The slice totals stand for their groups (schema/050; schema/111 for one answer `eq`): they are
+  // the summary's maps already. The answer totals' part also counts the slices whose answer totals
+  // are missing (b_incomplete, the other parts 0): one query reads and checks them.
+  const answer = rollup !== undefined && answerTotalsFilter(scope) !== undefined;
+  const incomplete = answer ? ', toUInt64(0) AS b_incomplete' : '';
+  if (rollup && totalsServable(scope)) {
     const raw = rawGroupsSql(scope, rollup, bag, request);
-    if (raw !== undefined) parts.push(fold(raw));
+    if (raw !== undefined) parts.push(fold(raw, incomplete));
     const asText = (column: string) => `sumMap(CAST(${column}, 'Map(String, UInt64)'))`;
-    parts.push(
-      `SELECT sumMap(t_nps) AS b_nps, sumMap(t_csat) AS b_csat, sumMap(t_ces) AS b_ces, ${asText('t_completion')} AS b_completion, ` +
-        `${asText('t_end_reason')} AS b_end_reason, ${asText('t_language')} AS b_language, ${asText('t_support')} AS b_support ` +
-        rollupRowsSql(scope, rollup, bag),
-    );
+    const totals =
+      `sumMap(t_nps) AS b_nps, sumMap(t_csat) AS b_csat, sumMap(t_ces) AS b_ces, ${asText('t_completion')} AS b_completion, ` +
+      `${asText('t_end_reason')} AS b_end_reason, ${asText('t_language')} AS b_language, ${asText('t_support')} AS b_support`;
+    parts.push(answer ? answerTotalsSummarySql(scope, rollup, bag, totals) : `SELECT ${totals} ${rollupRowsSql(scope, rollup, bag)}`);
   } else {
     parts.push(fold(rowsInScopeSql(scope, rollup, bag, request)));
   }
@@ -114,7 +117,8 @@ export function compileSummary(scope: Scope, rollup?: RollupWindow): CompiledQue
     `${nonEmptyKeys('sumMap(b_language)')} AS language_counts`,
     'sumMap(b_support) AS support_counts',
   ];
-  return compiled(`SELECT ${columns.join(', ')}${answersCompleteColumn(scope, rollup, bag)} FROM (${parts.join(' UNION ALL ')})`, bag);
+  const check = answer ? ', sum(b_incomplete) = 0 AS answers_complete' : answersCompleteColumn(scope, rollup, bag, false);
+  return compiled(`SELECT ${columns.join(', ')}${check} FROM (${parts.join(' UNION ALL ')})`, bag);
 }
 
 /** The engine row -> the summary object. Pure. */

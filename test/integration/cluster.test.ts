@@ -183,6 +183,10 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
     ['SEARCH', '/response', { size: 5, offset: 7, filters: [{ type: 'response', key: 'language', operator: 'in', values: ['en', 'de'] }] }],
     ['SEARCH', '/response/summary', {}],
     ['SEARCH', '/response/summary', { filters: [{ type: 'response.hidden_field', key: 'support', operator: 'eq', value: 'mobile' }] }],
+    // One answer: the answer totals (schema/111, a view between the local tables of each shard).
+    ['SEARCH', '/response/summary', { filters: [{ type: 'response.answer', key: QUESTION, operator: 'eq', value: 7 }] }],
+    ['SEARCH', '/response', { size: 3, filters: [{ type: 'response.answer', key: QUESTION, operator: 'eq', value: 9 }] }],
+    ['SEARCH', '/response/aggregation', { filters: [{ type: 'response.answer', key: QUESTION, operator: 'eq', value: 10 }], group_by: [{ field: 'survey_id' }], metrics: ['nps', 'completion'] }],
     ['SEARCH', '/response/aggregation', { group_by: [{ field: 'completion' }, { field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 30 }] }],
     ['SEARCH', '/response/aggregation', { group_by: [{ field: 'survey_id' }, { field: 'answer', question_id: QUESTION }] }],
     ['SEARCH', '/response/aggregation', { range: { start: '2024-03-05T00:00:00Z', end: '2024-03-12T12:00:00Z' }, group_by: [{ field: 'end_reason' }, { field: 'hidden_field', hidden_field_key: 'support' }] }],
@@ -221,6 +225,14 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
         expect(counts[shard], `${table} on its shard`).to.equal(n);
         expect(counts[1 - shard], `${table} on the other shard`).to.equal(0);
       }
+      // Written by the rollup recompute, which follows the acknowledgement.
+      let answerTotals = await rowsPerShard('survey_rollup_answers', org);
+      for (let i = 0; i < 100 && answerTotals[shard] === 0; i++) {
+        await new Promise((r) => setTimeout(r, 100));
+        answerTotals = await rowsPerShard('survey_rollup_answers', org);
+      }
+      expect(answerTotals[shard], 'survey_rollup_answers on its shard').to.be.greaterThan(0);
+      expect(answerTotals[1 - shard], 'survey_rollup_answers on the other shard').to.equal(0);
     }
   });
 

@@ -327,8 +327,14 @@ describe('survey metrics, comparisons, answer filters and releases: the same ans
   const surveys = [randomUUID(), randomUUID()];
   const channels = [randomUUID(), randomUUID()];
   let served = 0;
+  let totalsServed = 0;
+  let periodsServed = 0;
+  let lastSql = '';
   const run: RunQuery = async (q) => {
     if (q.sql.includes('survey_rollup FINAL')) served++;
+    if (q.sql.includes('survey_rollup_answers FINAL')) totalsServed++;
+    if (q.sql.includes('AS period')) periodsServed++;
+    lastSql = q.sql;
     return (await svc.client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS })).json();
   };
 
@@ -352,6 +358,8 @@ describe('survey metrics, comparisons, answer filters and releases: the same ans
 
   it('agrees with the reference on random requests, rollup-served and forced onto the raw table', async () => {
     served = 0;
+    totalsServed = 0;
+    periodsServed = 0;
     await fc.assert(fc.asyncProperty(requestArb, async (req) => {
       const body = v.parse(aggregationBodySchema, bodyOf(req));
       const scope = scopeOf(svc.orgId, req.surveys === 0 ? [surveys[0]] : '*', body);
@@ -362,10 +370,64 @@ describe('survey metrics, comparisons, answer filters and releases: the same ans
         const { took: _took, ...got } = shapeAggregationRequest(request, rows, 0);
         expect(got, `${rollups ? 'rollups' : 'raw'} ${JSON.stringify(bodyOf(req))}`).to.deep.equal(expected);
       }
+      // The summary and the search total of the same scope: the reference's counts, whichever serves them.
+      const summary = shapeSummary((await runSummary(run, scope))[0]);
+      expect(summary, JSON.stringify(bodyOf(req))).to.deep.equal(shapeSummary((await runSummary(run, scope, { rollups: false }))[0]));
+      const nps = expected.metrics.nps;
+      if (nps) expect(summary.nps_groups).to.deep.equal({ detractor: nps.detractor, neutral: nps.neutral, promotor: nps.promotor, total: nps.total });
+      expect((await runSearch(run, { ...scope, size: 0, offset: 0 })).total).to.equal(expected.hits.total.value);
     }), { numRuns: 40, seed: 20261125, endOnFailure: true });
-    // The comparison means something only if the rollups served a good share of the requests
-    // (15 reads of slices; a reader that ran a read again whenever it found no rows counted 20).
+    // The comparison means something only if the rollups served a good share of the requests,
+    // the answer totals (schema/111) some of them, and some comparisons in one query with their
+    // main range (aggregation-periods.ts).
     expect(served).to.be.at.least(15);
+    expect(totalsServed).to.be.greaterThan(5);
+    expect(periodsServed).to.be.greaterThan(3);
+  });
+
+  it('answer totals: an answer a slice no longer holds is not read; slices without answer totals read the raw table until a rebuild', async () => {
+    const range = { field: 'created_at', start: '2024-03-01T00:00:00Z', end: '2024-03-20T00:00:00Z' };
+    // A response that answered "a" answers "b" in a newer version. It was the only "a" of its day
+    // slice: the slice's new version holds no "a", and its older row of "a" stays in the answer
+    // totals (nothing deletes it), which a read must not count.
+    const choseA = (r: Rec) => r.answers.some((a: Rec) => a.question_correlation_id === CHOICE_Q && a.v_s === 'a');
+    const daySlice = (r: Rec) => `${r.survey_id}/${r.created_at.slice(0, 10)}`;
+    const i = records.findIndex((r) =>
+      r.created_at >= '2024-03-02' && r.created_at < '2024-03-19' && choseA(r) && r.answers.filter((a: Rec) => a.question_correlation_id === CHOICE_Q).length === 1 &&
+      records.filter((o) => daySlice(o) === daySlice(r) && choseA(o)).length === 1);
+    expect(i).to.be.at.least(0);
+    const updated: Rec = { ...records[i], updated_at: isoMicros(Number(µs(records[i].updated_at) / 1000n) + 60_000), answers: records[i].answers.map((a: Rec) => (a.question_correlation_id === CHOICE_Q ? { ...a, v_s: 'b' } : a)) };
+    const write = await svc.token(['responses:write']);
+    expect((await svc.request('POST', '/1.0/survey/response', { token: write, body: [updated] })).status).to.equal(200);
+    await svc.settle();
+    records[i] = updated;
+    const stale = await (await svc.client.query({
+      query: "SELECT count() AS n FROM survey_rollup_answers FINAL WHERE org_id = {org:UUID} AND question_id = {q:String} AND value = 'a' AND span = 'day' AND survey_id = {s:UUID} AND toDate(start) = {d:Date}",
+      query_params: { org: svc.orgId, q: CHOICE_Q, s: updated.survey_id, d: updated.created_at.slice(0, 10) },
+      format: 'JSONEachRow',
+    })).json<{ n: number }>();
+    expect(Number(stale[0].n), 'the old row of "a" is still stored').to.equal(1);
+    const check = async (value: string, servedBy: RegExp) => {
+      const filters = [{ type: 'response.answer', key: CHOICE_Q, operator: 'eq', value }];
+      const body = v.parse(aggregationBodySchema, { filters, range, group_by: [{ field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 19 }], metrics: ['nps', 'completion'] });
+      const scope = scopeOf(svc.orgId, '*', body);
+      const matching = records.filter((r) => r.created_at >= '2024-03-01' && r.created_at <= '2024-03-20' && matchesFilter(r, filters[0], channels));
+      const summary = shapeSummary((await runSummary(run, scope))[0]);
+      expect(lastSql, 'summary').to.match(servedBy);
+      expect(summary).to.deep.equal(shapeSummary((await runSummary(run, scope, { rollups: false }))[0]));
+      expect(summary.completion.fully_completed).to.equal(matching.filter((r) => r.completion === 'fully_completed').length);
+      expect((await runSearch(run, { ...scope, size: 0, offset: 0 })).total).to.equal(matching.length);
+      const request = { rules: body.group_by as GroupByRule[], metrics: body.metrics };
+      const got = shapeAggregationRequest(request, await runAggregationRequest(run, scope, request), 0);
+      expect(got).to.deep.equal(shapeAggregationRequest(request, await runAggregationRequest(run, scope, request, { rollups: false }), 0));
+      expect(got.hits.total.value).to.equal(matching.length);
+    };
+    for (const value of ['a', 'b']) await check(value, /survey_rollup_answers FINAL/);
+    // Slices written before schema/111 have no answer totals (and no marker): the raw table answers.
+    await svc.client.command({ query: 'DELETE FROM survey_rollup_answers WHERE org_id = {org:UUID}', query_params: { org: svc.orgId } });
+    for (const value of ['a', 'b']) await check(value, /^(?![\s\S]*survey_rollup)/);
+    await rebuildOrg(svc.client, svc.orgId);
+    for (const value of ['a', 'b']) await check(value, /survey_rollup_answers FINAL/);
   });
 
   it('answer-filtered reads over slices written before their answer groups had scores read the raw table; a rebuild serves them again', async () => {
@@ -401,6 +463,9 @@ describe('survey metrics, comparisons, answer filters and releases: the same ans
     const { took: _t, ...got } = res.body;
     expect(got).to.deep.equal(reference(records, req, surveys, channels, releases));
     expect(got.aggregations.releases.map((r: Rec) => r.name)).to.deep.equal(['Spring']);
+    // Without a range, the series spans the data (a year before BASE to 40 days after it): its releases too.
+    const spanned = await svc.request('SEARCH', '/1.0/survey/*/response/aggregation', { token: read, body: { group_by: [{ field: 'created_at', date_histogram_min_interval: 'month', date_histogram_buckets: 20 }] } });
+    expect(spanned.body.aggregations.releases.map((r: Rec) => [r.name, r.bucket])).to.deep.equal([['Old', '2023-03-01T00:00:00.000000Z'], ['Spring', '2024-03-01T00:00:00.000000Z'], ['Hotfix', '2024-03-01T00:00:00.000000Z']]);
 
     const filter = { type: 'response.answer', key: NPS_Q, operator: 'gt', value: 8 };
     const matching = records.filter((r) => matchesFilter(r, filter, channels));

@@ -194,7 +194,7 @@ export async function aggregateEvents(client: ClickHouseClient, scope: EventScop
   const { value: { plans, rows, releases } } = await cachedRequest(client, 'event aggregation', [scope, rules, metrics], RANKED_BUCKETS_SETTINGS, async ({ run, fresh }) => {
     const found = await runEventAggregation(run, scope, rules, metrics, fresh);
     // The releases on the timestamp histograms (src/releases/marks.ts), in the same cached answer.
-    return { ...found, releases: await releasesForSeries(fresh, scope.orgId, scope.range, found.plans) };
+    return { ...found, releases: await releasesForSeries(fresh, scope.orgId, found.plans) };
   });
   const extra = metrics.includes('unique_users') ? ['unique_users'] : [];
   const shaped = shapeBuckets(shapeLevels(rules, plans), rows, extra, MAX_RESPONSE_BUCKETS, tooManyBuckets);

@@ -15,14 +15,16 @@
  * A slice whose maintenance is pending (a write in flight or interrupted) is read from
  * survey_responses instead, its day and month from their other hours and days; with the whole org pending (seed,
  * rebuild) or too many pending slices, the request reads survey_responses alone.
- * The pending set is read beside the request's own query (pending.ts runWithPending). A search count (no cursor) is served alike. Without a filter, the slice
- * totals (schema/050) stand for the groups (rollupGroupsSql, rollupAnswersSql).
+ * The pending set is read beside the request's own query (pending.ts runWithPending). A search
+ * count (no cursor) is served alike. Without a filter, the slice totals (schema/050) stand for the
+ * groups (rollupGroupsSql, rollupAnswersSql); with one answer `eq` filter alone, the answer totals
+ * of that answer (schema/111) do.
  */
 import type { ParamBag, RunQuery } from '../../clickhouse/sql.ts';
 import type { Scope } from '../compile.ts';
 import { compileFilter } from '../compile.ts';
 import type { FilterNode } from '../filters.ts';
-import { answerGroupFilter, answerGroupsSql } from '../answer-rollups.ts';
+import { answerGroupFilter, answerGroupsSql, answerTotalsFilter, answerTotalsRowsSql } from '../answer-rollups.ts';
 import type { GroupByRule } from '../group-by.ts';
 import type { HistogramPlan } from '../../query/histogram.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
@@ -167,9 +169,10 @@ export function rawRemainderSql(w: RollupWindow, bag: ParamBag): string | undefi
 /**
  * The WHERE of the rollup rows that answer the window: org, surveys, then per span the slices
  * inside the range that no coarser slice answers (a slice is answered by its parent unless the
- * parent holds a pending hour).
+ * parent holds a pending hour). Tests only the slice key (org_id, span, survey_id, start), which
+ * the answer totals (schema/111) share.
  */
-function rollupWhere(scope: Scope, w: RollupWindow, bag: ParamBag): string {
+export function sliceWhereSql(scope: Scope, w: RollupWindow, bag: ParamBag): string {
   const head = [`org_id = ${bag.add(scope.orgId, 'UUID')}`];
   if (scope.surveyIds !== '*') head.push(`survey_id IN ${bag.add(scope.surveyIds, 'Array(UUID)')}`);
   const within = (from: bigint | null, to: bigint | null) =>
@@ -225,7 +228,27 @@ const TOTALS_BY: Partial<Record<GroupColumn, { map: string; type: string }>> = {
  * `arrayJoin` when given. FINAL: a recompute replaces a slice row by a newer version.
  */
 export function rollupRowsSql(scope: Scope, w: RollupWindow, bag: ParamBag, arrayJoin?: string): string {
-  return `FROM survey_rollup FINAL${arrayJoin ? ` ARRAY JOIN ${arrayJoin}` : ''} WHERE ${rollupWhere(scope, w, bag)}${filtersSql(scope, bag)}`;
+  return `FROM survey_rollup FINAL${arrayJoin ? ` ARRAY JOIN ${arrayJoin}` : ''} WHERE ${sliceWhereSql(scope, w, bag)}${filtersSql(scope, bag)}`;
+}
+
+/**
+ * The slice totals of the scope's responses (t_rows, t_completion, t_end_reason, t_language,
+ * t_support, t_nps, t_csat, t_ces), which stand for every group of a slice: the slice rows' own
+ * (schema/050) when no filter narrows the groups; the answer totals of the filter's answer
+ * (schema/111, answer-rollups.ts) when the filter is one answer `eq` alone. `FROM ... WHERE ...`,
+ * one row per slice, its maps expanded by `arrayJoin` when given; undefined when neither serves.
+ */
+export function totalsRowsSql(scope: Scope, w: RollupWindow, bag: ParamBag, arrayJoin?: string): string | undefined {
+  if (scope.filters.length === 0) return rollupRowsSql(scope, w, bag, arrayJoin);
+  return answerTotalsFilter(scope) ? answerTotalsRowsSql(scope, w, bag, arrayJoin) : undefined;
+}
+
+export const totalsServable = (scope: Scope): boolean => scope.filters.length === 0 || answerTotalsFilter(scope) !== undefined;
+
+/** Whether rollupGroupsSql answers these columns from the slice totals: at most one of completion, end_reason. */
+export function groupsFromTotals(scope: Scope, columns: readonly GroupColumn[]): boolean {
+  const dims = [...new Set(columns)].filter((c) => c !== 'x_rows');
+  return totalsServable(scope) && (dims.length === 0 || (dims.length === 1 && TOTALS_BY[dims[0]] !== undefined));
 }
 
 /**
@@ -235,25 +258,23 @@ export function rollupRowsSql(scope: Scope, w: RollupWindow, bag: ParamBag, arra
  * asked for. Only those arrays are expanded: expanding all of them cost 3x (1M responses, 18 days
  * of day rows: 134 -> 42 ms of engine CPU).
  *
- * With no filter and at most one of completion, end_reason asked (with x_rows), the
- * slice totals answer instead (schema/050): one row per slice, or per value of that dimension in
- * the slice, instead of one per group (5M responses, survey_id under *: 27-63 -> 6-10 ms).
+ * When the slice totals serve (groupsFromTotals), they answer instead: one row per slice, or per
+ * value of that dimension in the slice, instead of one per group (5M responses, survey_id under
+ * *: 27-63 -> 6-10 ms).
  */
 export function rollupGroupsSql(scope: Scope, w: RollupWindow, bag: ParamBag, columns: readonly GroupColumn[]): string {
-  // An answer filter: the groups of the responses with that answer (schema/110).
-  if (answerGroupFilter(scope)) return answerGroupsSql(scope, w, bag);
-  const used = [...new Set<GroupColumn>(['x_rows', ...columns, ...filterColumns(scope)])];
-  const dims = used.filter((c) => c !== 'x_rows');
-  if (scope.filters.length === 0 && dims.length === 0) {
-    return `SELECT survey_id, start AS created_at, t_rows AS x_rows ${rollupRowsSql(scope, w, bag)}`;
-  }
-  const totals = scope.filters.length === 0 && dims.length === 1 ? TOTALS_BY[dims[0]] : undefined;
-  if (totals) {
+  if (groupsFromTotals(scope, columns)) {
+    const [dim] = [...new Set(columns)].filter((c) => c !== 'x_rows');
+    if (!dim) return `SELECT survey_id, start AS created_at, t_rows AS x_rows ${totalsRowsSql(scope, w, bag)!}`;
+    const totals = TOTALS_BY[dim]!;
     return (
-      `SELECT survey_id, start AS created_at, CAST(total_key AS ${totals.type}) AS ${dims[0]}, x_rows ` +
-      rollupRowsSql(scope, w, bag, `mapKeys(${totals.map}) AS total_key, mapValues(${totals.map}) AS x_rows`)
+      `SELECT survey_id, start AS created_at, CAST(total_key AS ${totals.type}) AS ${dim}, x_rows ` +
+      totalsRowsSql(scope, w, bag, `mapKeys(${totals.map}) AS total_key, mapValues(${totals.map}) AS x_rows`)!
     );
   }
+  // An answer filter with dimension filters: the groups of the responses with that answer (schema/110).
+  if (answerGroupFilter(scope)) return answerGroupsSql(scope, w, bag);
+  const used = [...new Set<GroupColumn>(['x_rows', ...columns, ...filterColumns(scope)])];
   return `SELECT survey_id, start AS created_at, ${used.join(', ')} ${rollupRowsSql(scope, w, bag, used.map((c) => `${GROUP_ARRAYS[c]} AS ${c}`).join(', '))}`;
 }
 
