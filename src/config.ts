@@ -1,5 +1,10 @@
 import { resolve } from 'node:path';
-import { DEFAULT_CLAIM_FILTER_MAX_BYTES } from './claims/claims.ts';
+
+/**
+ * CLAIM_FILTER_MAX_BYTES when unset: 256 MiB, about 44 million keys at 6 bytes each
+ * (src/claims/filter.ts); also the size a claim view takes when its caller passes none.
+ */
+export const DEFAULT_CLAIM_FILTER_MAX_BYTES = 256 * 1024 * 1024;
 
 /**
  * The environment, parsed once into a typed config. A bad value stops start-up with a message

@@ -46,9 +46,6 @@ import { ParamBag } from '../clickhouse/sql.ts';
 import { formatDbDate } from '../time/iso.ts';
 import { ClaimFilter, type FilterStats } from './filter.ts';
 
-/** CLAIM_FILTER_MAX_BYTES when unset: 256 MiB, about 44 million keys at 6 bytes each (filter.ts). */
-export const DEFAULT_CLAIM_FILTER_MAX_BYTES = 256 * 1024 * 1024;
-
 /** A claim key: 16 bytes, MD5 of the key's parts (claimKey) or a random UUID. */
 export type ClaimKey = Buffer;
 

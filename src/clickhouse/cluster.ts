@@ -17,7 +17,7 @@ import type { Config } from '../config.ts';
 import { unavailable } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { ClusterLayout } from './cluster-ddl.ts';
-import { ClientPair, EmbeddedDatabase, type Database, type DatabaseNode } from './connection.ts';
+import { ClientPair, EmbeddedDatabase, type Database, type DatabaseNode } from './database.ts';
 import { sleep } from './engine.ts';
 
 /** The cluster name of an embedded cluster (its engines' remote_servers). */

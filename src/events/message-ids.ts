@@ -19,7 +19,8 @@
  * Flushes without any message_id skip all of it.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { ClaimView, DEFAULT_CLAIM_FILTER_MAX_BYTES, losers, type ClaimKey, type ClaimTable, type ClaimViewOptions, type StoredClaim } from '../claims/claims.ts';
+import { ClaimView, losers, type ClaimKey, type ClaimTable, type ClaimViewOptions, type StoredClaim } from '../claims/claims.ts';
+import { DEFAULT_CLAIM_FILTER_MAX_BYTES } from '../config.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import type { EventChunk } from './encode.ts';
 import { MAX_EVENT_AGE_MS } from './rows.ts';

@@ -24,7 +24,8 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { hash, randomUUID } from 'node:crypto';
-import { claimKey, ClaimView, DEFAULT_CLAIM_FILTER_MAX_BYTES, type ClaimTable } from '../claims/claims.ts';
+import { claimKey, ClaimView, type ClaimTable } from '../claims/claims.ts';
+import { DEFAULT_CLAIM_FILTER_MAX_BYTES } from '../config.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { formatDbDate } from '../time/iso.ts';
 import { conflict, DomainError, invalid } from '../errors.ts';

@@ -38,6 +38,22 @@ export interface FilterProblem {
   index?: number;
 }
 
+const NUMERIC = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
+
+/**
+ * A scalar read as a number, when it is one (numbers, numeric strings). The one rule for both a
+ * survey response hidden-field filter's numeric match and an answer's score (`v_s` read as a
+ * number, decisions.md).
+ */
+export function scalarAsNumber(x: Scalar): number | undefined {
+  if (typeof x === 'number') return x;
+  if (typeof x === 'string' && NUMERIC.test(x)) {
+    const n = Number(x);
+    return Number.isFinite(n) ? n : undefined;
+  }
+  return undefined;
+}
+
 export function scalar(x: unknown): Scalar | undefined {
   if (typeof x === 'boolean') return x;
   if (typeof x === 'number') return Number.isFinite(x) ? x : undefined;

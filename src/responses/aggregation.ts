@@ -54,7 +54,8 @@ import { parseInstantMicros, planSeries, type HistogramPlan } from '../query/his
 import { checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, tooManyBuckets } from '../query/ranked-buckets.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
-import { filtersServable, grainOf, groupsFromTotals, rollupAnswersSql, rollupGroupsSql, rollupWindow, rulesServable, runWithPending, type GroupColumn, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { filtersServable, groupsFromTotals, rollupAnswersSql, rollupGroupsSql, type GroupColumn } from './rollups/groups.ts';
+import { grainOf, rollupWindow, rulesServable, runWithPending, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 import type { Span } from './rollups/slices.ts';
 
 export { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';

@@ -17,9 +17,8 @@
  * nothing, `null` everything; the answer never tells whether the id exists elsewhere.
  */
 import type { ParamBag } from '../clickhouse/sql.ts';
-import { args, boundedString, noArgs, scalar, type FilterProblem } from '../query/filter-args.ts';
+import { args, boundedString, noArgs, scalar, scalarAsNumber, type FilterProblem } from '../query/filter-args.ts';
 import { splitOperator, type Operator } from '../query/operators.ts';
-import { scalarAsNumber } from './filters.ts';
 
 export const ANSWER_OPERATORS = ['eq', 'neq', 'in', 'not_in', 'gt', 'lt', 'null', 'not_null', 'contains', 'not_contains'] as const satisfies readonly Operator[];
 

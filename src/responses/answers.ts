@@ -6,7 +6,7 @@
 import { addGlobalDefs } from '@valibot/to-json-schema';
 import * as v from 'valibot';
 import { COMPLETION_VALUES } from './filters.ts';
-import { responseRecordSchema } from './record.ts';
+import { responseRecordSchema } from './record-schema.ts';
 import { metricsResultSchema } from './metrics.ts';
 import { releaseMarkSchema } from '../releases/marks.ts';
 

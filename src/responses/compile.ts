@@ -7,11 +7,11 @@
  */
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
-import { scalarAsNumber, type FilterNode, type QueryScopeBody, type Scalar } from './filters.ts';
+import { scalarAsNumber } from '../query/filter-args.ts';
+import type { FilterNode, QueryScopeBody, Scalar } from './filters.ts';
 import { pageWindowAnchor, smallestWindowHolding, windowCountColumns, windowStartsBefore } from '../query/page-windows.ts';
 import { compileScopeWhere, DT64 as DT } from '../query/scope.ts';
 import { READ_SETTINGS } from '../query/settings.ts';
-import type { ResponsePosition } from './cursor.ts';
 import { answerFilterSql } from './answer-filter.ts';
 import { STORED_COLUMNS_SQL } from './stored-doc.ts';
 
@@ -24,6 +24,13 @@ export interface Scope {
   filtersBool: 'AND' | 'OR';
   filters: readonly FilterNode[];
   range?: { start?: string; end?: string };
+}
+
+/** A response's place in the search order (created_at, id, both descending): what a cursor carries (cursor.ts). */
+export interface ResponsePosition {
+  /** DateTime64(6) text, as the engine prints it. */
+  createdAt: string;
+  id: string;
 }
 
 /** The scope of a read: the token's organization, the path's survey list, the body's filters and range. */

@@ -10,13 +10,7 @@
  */
 import { decodeOpaqueCursor, encodeOpaqueCursor, searchFingerprint } from '../query/cursor.ts';
 import { UUID_PATTERN } from '../query/filter-args.ts';
-import type { Scope } from './compile.ts';
-
-export interface ResponsePosition {
-  /** DateTime64(6) text, as the engine prints it. */
-  createdAt: string;
-  id: string;
-}
+import type { ResponsePosition, Scope } from './compile.ts';
 
 /** Organization, surveys, filters and range (not size or offset). */
 const fingerprintOf = (scope: Scope) =>

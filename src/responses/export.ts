@@ -20,7 +20,7 @@ import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { ParamBag, compiled } from '../clickhouse/sql.ts';
 import { fromScope, QUERY_SETTINGS, type Scope } from './compile.ts';
-import { responseRecordSchema, type ResponseRecord } from './record.ts';
+import { responseRecordSchema, type ResponseRecord } from './record-schema.ts';
 import { rebuildRecord, STORED_COLUMNS_SQL, type StoredColumns } from './stored-doc.ts';
 import { csvLine, EXPORT_SLICE_SETTINGS, planDaySlices, SLICE_ROWS, type ExportFormat } from '../query/export.ts';
 

@@ -68,21 +68,6 @@ export const HIDDEN_FIELD_OPERATORS = OPERATORS;
 
 export type { Scalar } from '../query/filter-args.ts';
 
-const NUMERIC = /^\s*[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?\s*$/;
-
-/**
- * A scalar read as a number, when it is one (numbers, numeric strings). The one rule for both a
- * hidden-field filter's numeric match and an answer's score (`v_s` read as a number, decisions.md).
- */
-export function scalarAsNumber(x: Scalar): number | undefined {
-  if (typeof x === 'number') return x;
-  if (typeof x === 'string' && NUMERIC.test(x)) {
-    const n = Number(x);
-    return Number.isFinite(n) ? n : undefined;
-  }
-  return undefined;
-}
-
 /** One filter after parsing. `negate` carries the negative operators (neq, not_in, ...). */
 export type FilterNode =
   | { readonly kind: 'respondent_id' | 'channel_id' | 'respondent_segments'; readonly op: Positive<EqIn>; readonly negate: boolean; readonly values: readonly string[] }

@@ -17,7 +17,8 @@ import type { ParamBag } from '../clickhouse/sql.ts';
 import type { Scope } from './compile.ts';
 import { COMPLETION_VALUES, type Completion } from './filters.ts';
 import { isMultiValued, type GroupByRule } from './group-by.ts';
-import { rollupGroupsSql, totalsRowsSql, totalsServable, type GroupColumn, type RollupWindow } from './rollups/read.ts';
+import { rollupGroupsSql, totalsRowsSql, totalsServable, type GroupColumn } from './rollups/groups.ts';
+import type { RollupWindow } from './rollups/read.ts';
 import { SCALES, roundRatio, type SummaryRow } from './summary.ts';
 
 export const METRIC_NAMES = ['nps', 'csat', 'ces', 'completion'] as const;

@@ -15,7 +15,7 @@
 import { charCount } from '../chars.ts';
 import { formatApi, ISO_8601_PATTERN, parseIsoMicros } from '../time/iso.ts';
 import { COMPLETION_VALUES } from './filters.ts';
-import { MAX_BATCH, type ResponseRecord } from './record.ts';
+import { MAX_BATCH, type ResponseRecord } from './record-schema.ts';
 
 /** valibot's UUID_REGEX. */
 const UUID = /^[\da-f]{8}(?:-[\da-f]{4}){3}-[\da-f]{12}$/iu;

@@ -19,7 +19,8 @@
  */
 import { fromScope, type Scope } from './compile.ts';
 import type { ParamBag } from '../clickhouse/sql.ts';
-import { rawRemainderSql, rollupGroupsSql, type GroupColumn, type RollupWindow } from './rollups/read.ts';
+import { rollupGroupsSql, type GroupColumn } from './rollups/groups.ts';
+import { rawRemainderSql, type RollupWindow } from './rollups/read.ts';
 
 /** Dimensions of a response that the raw rows and the slice groups both carry. */
 export type ScopeKey = 'survey_id' | 'created_at' | Exclude<GroupColumn, `x_${string}`>;

@@ -1,13 +1,14 @@
 /** SEARCH /1.0/survey/<survey_ids>/response: the count, then the page (routes.ts wires it). */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, windowStartsBefore, type Scope, type SearchCountRow } from './compile.ts';
-import { filtersServable, groupsFromTotals, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, windowStartsBefore, type ResponsePosition, type Scope, type SearchCountRow } from './compile.ts';
+import { filtersServable, groupsFromTotals } from './rollups/groups.ts';
+import { rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 import { rowsInScopeSql } from './scope-rows.ts';
 import { MICROS_PER_HOUR, parseInstantMicros } from '../query/histogram.ts';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import type { ResponseRecord } from './record.ts';
 import { answersCompleteColumn, completeRows } from './answer-rollups.ts';
-import { decodeCursor, encodeCursor, type ResponsePosition } from './cursor.ts';
+import { decodeCursor, encodeCursor } from './cursor.ts';
 import { rebuildRecord, type StoredColumns } from './stored-doc.ts';
 
 export interface SearchInput extends Scope {

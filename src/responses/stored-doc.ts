@@ -13,19 +13,52 @@
  *   - texts only when well formed (a lone UTF-16 surrogate is stored as U+FFFD in a column);
  *   - completion, active, created_at and updated_at always (the writer's canonical forms; created_at
  *     is the stored identity's, store.ts);
- *   - hidden_fields: one typed member per entry (record.ts), all of it in hf_keys .. hf_numbers.
+ *   - hidden_fields: one typed member per entry (record-schema.ts), all of it in hf_keys .. hf_numbers.
  * Answers, emotions, the paths and doc_type stay in the remainder. A doc stored whole (before this
  * form) holds every member and reads back the same: a member of the doc always wins.
  *
- * Rebuilt records list their members in the schema's order (record.ts responseRecordSchema).
+ * Rebuilt records list their members in the schema's order (record-schema.ts responseRecordSchema).
  */
-import { responseRecordSchema, type ResponseRecord, type ResponseRow } from './record.ts';
+import type { COMPLETION_VALUES } from './filters.ts';
+import { responseRecordSchema, type ResponseRecord } from './record-schema.ts';
 
 const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
-/** Members in the schema's order: the order of a rebuilt record (read when first needed: record.ts imports this module). */
+/** Members in the schema's order: the order of a rebuilt record. */
 let memberOrder: readonly string[] | undefined;
 const membersInOrder = () => (memberOrder ??= Object.keys(responseRecordSchema.pipe[0].entries));
+
+/** One `survey_responses` row, as JSONEachRow takes it. */
+export interface ResponseRow {
+  org_id: string;
+  survey_id: string;
+  created_at: string;
+  id: string;
+  updated_at: string;
+  channel_id: string;
+  respondent_id: string;
+  respondent_aliases: string[];
+  scenario_id: string;
+  language: string;
+  locale: string;
+  group_ids: string[];
+  completion: (typeof COMPLETION_VALUES)[number];
+  active: boolean;
+  end_reason: string;
+  ended_at: string | null;
+  last_answer_at: string | null;
+  hf_keys: string[];
+  hf_types: number[];
+  hf_strings: string[];
+  hf_bools: boolean[];
+  hf_numbers: number[];
+  ans_question_ids: string[];
+  ans_cta_types: string[];
+  ans_values: string[];
+  ans_scores: (number | null)[];
+  answer_text: string;
+  doc: string;
+}
 
 /**
  * The columns a read selects beside `doc` to rebuild a record, as they come back in JSONEachRow:

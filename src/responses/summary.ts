@@ -25,7 +25,8 @@ import { rawGroupsSql, rowsInScopeSql } from './scope-rows.ts';
 import { cachedRequest } from '../query/request-cache.ts';
 import { COMPLETION_VALUES } from './filters.ts';
 import { answerTotalsFilter, answerTotalsSummarySql, answersCompleteColumn, completeRows } from './answer-rollups.ts';
-import { filtersServable, rollupRowsSql, rollupWindow, runWithPending, totalsServable, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { filtersServable, totalsServable } from './rollups/groups.ts';
+import { rollupRowsSql, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
 
 // --- the summary -----------------------------------------------------------------------------------
 

@@ -1,15 +1,19 @@
 /**
  * Feedback cohorts compiled (cohort.ts has the nodes and their meaning): sub-selects of the users
  * of a cohort, read through the scoped sources only (survey responses: src/responses/compile.ts
- * `fromScope`; copilot ratings: EventSource), so the organization guard is the token's by
+ * `fromScope`; copilot ratings: EventSource, whose `from` the caller passes in because the
+ * source itself compiles its cohort with this module), so the organization guard is the token's by
  * construction.
  */
 import type { ParamBag } from '../../clickhouse/sql.ts';
+import type { ReadScope } from '../../query/scope.ts';
 import { fromScope, type Scope } from '../../responses/compile.ts';
 import type { FilterNode } from '../../responses/filters.ts';
 import type { EventFilterNode } from '../read/filters.ts';
-import { EventSource } from '../read/source.ts';
 import { NPS_GROUPS, type CohortNode, type ValueTest } from './cohort.ts';
+
+/** `FROM events ... WHERE <scope>` on the caller's ParamBag: `new EventSource(scope, bag).from()` (src/events/read/source.ts). */
+export type EventsFrom = (scope: ReadScope<EventFilterNode>) => string;
 
 /** The condition on one value expression; `asNumber` reads it as a number (NULL when it is none). */
 function testSql(test: ValueTest, value: string, asNumber: string, bag: ParamBag): string {
@@ -70,18 +74,18 @@ const COPILOT_SATISFACTION: readonly EventFilterNode[] = [
 ];
 
 /** The users of a copilot cohort: a sub-select of `user_id` over the organization's satisfaction events. */
-export function copilotUsersSql(orgId: string, cohort: Extract<CohortNode, { kind: 'copilot' }>, bag: ParamBag): string {
-  const source = new EventSource({ orgId, filtersBool: 'AND', filters: COPILOT_SATISFACTION, range: cohort.range }, bag);
+export function copilotUsersSql(orgId: string, cohort: Extract<CohortNode, { kind: 'copilot' }>, bag: ParamBag, eventsFrom: EventsFrom): string {
+  const from = eventsFrom({ orgId, filtersBool: 'AND', filters: COPILOT_SATISFACTION, range: cohort.range });
   const positive = testSql(cohort.rating, 'rating', 'toFloat64OrNull(rating)', bag);
-  return `SELECT user_id ${source.from()} AND ${cohort.rating.negate ? `NOT (${positive})` : positive}`;
+  return `SELECT user_id ${from} AND ${cohort.rating.negate ? `NOT (${positive})` : positive}`;
 }
 
 /**
  * The condition "the event's user is in the cohort", over `events` columns (`user_alias`,
  * `anonymous`, `user_id`) or over per-user rows with the same names.
  */
-export function cohortCondition(orgId: string, cohort: CohortNode, bag: ParamBag): string {
-  if (cohort.kind === 'copilot') return `user_id IN (${copilotUsersSql(orgId, cohort, bag)})`;
+export function cohortCondition(orgId: string, cohort: CohortNode, bag: ParamBag, eventsFrom: EventsFrom): string {
+  if (cohort.kind === 'copilot') return `user_id IN (${copilotUsersSql(orgId, cohort, bag, eventsFrom)})`;
   return `(anonymous = 0 AND user_alias IN (${cohortAliasesSql(orgId, cohort, bag)}))`;
 }
 

@@ -19,7 +19,7 @@ import { MAX_FILTERS } from '../../query/filter-args.ts';
 import { jsonObject } from '../../validation.ts';
 import { compileEventFilter } from '../read/compile.ts';
 import { eventFilterSchema, eventRangeSchema, type EventFilterNode } from '../read/filters.ts';
-import { EventSource } from '../read/source.ts';
+import { EventSource, type EventScope } from '../read/source.ts';
 import { cohortCondition } from './cohort-sql.ts';
 import { cohortEntry, splitByCohortsSchema, type CohortNode } from './cohort.ts';
 
@@ -80,7 +80,8 @@ export function analysisSource(scope: AnalysisScope, bag: ParamBag, range: Analy
  */
 export function groupsSql(scope: AnalysisScope, bag: ParamBag): string {
   if (scope.split.length === 0) return '[toUInt8(0)]';
-  const members = scope.split.map((s, i) => `if(${cohortCondition(scope.orgId, s.cohort, bag)}, ${i + 1}, 0)`);
+  const cohortEvents = (events: EventScope) => new EventSource(events, bag).from();
+  const members = scope.split.map((s, i) => `if(${cohortCondition(scope.orgId, s.cohort, bag, cohortEvents)}, ${i + 1}, 0)`);
   return `arrayConcat([toUInt8(0)], arrayFilter(x -> x != 0, [${members.map((m) => `toUInt8(${m})`).join(', ')}]))`;
 }
 

@@ -7,16 +7,22 @@
  * included).
  */
 import type { EventFilterNode, JsonTest, Scalar } from './filters.ts';
-import type { EventSource } from './source.ts';
 import { DT64 } from '../../query/scope.ts';
 import type { ParamBag } from '../../clickhouse/sql.ts';
 
-export function compileEventFilter(node: EventFilterNode, source: EventSource): string {
+/** What the compiler reads through the scoped source (EventSource, source.ts, which compiles its filters with this module). */
+export interface UserSets {
+  readonly bag: ParamBag;
+  usersWithProperty(keyParam: string, cond: string): string;
+  usersInGroups(groupIdsParam: string): string;
+}
+
+export function compileEventFilter(node: EventFilterNode, source: UserSets): string {
   const positive = positiveExpr(node, source);
   return node.negate ? `NOT (${positive})` : positive;
 }
 
-function positiveExpr(node: EventFilterNode, source: EventSource): string {
+function positiveExpr(node: EventFilterNode, source: UserSets): string {
   const bag = source.bag;
   switch (node.kind) {
     case 'type':

@@ -26,7 +26,8 @@ export class EventSource {
 
   /** The WHERE expression: org first, the cohort's users, then the timestamp range, then the filters joined by filtersBool. */
   where(): string {
-    const extra = this.scope.cohort ? [cohortCondition(this.scope.orgId, this.scope.cohort, this.bag)] : [];
+    const cohortEvents = (scope: EventScope) => new EventSource(scope, this.bag).from();
+    const extra = this.scope.cohort ? [cohortCondition(this.scope.orgId, this.scope.cohort, this.bag, cohortEvents)] : [];
     return compileScopeWhere(this.scope, this.bag, { org: this.org, time: 'timestamp', extra, filter: (f) => compileEventFilter(f, this) });
   }
 

@@ -7,8 +7,8 @@
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
-import { sliceOf, sliceRanges, sliceStartSql, type HourSlice, type Span } from './slices.ts';
-import { ORG_SENTINEL, addMarks, takeBackAllMarks } from './pending.ts';
+import { ORG_SENTINEL, sliceOf, sliceRanges, sliceStartSql, type HourSlice, type Span } from './slices.ts';
+import { addMarks, takeBackAllMarks } from './pending.ts';
 
 const DT = "DateTime64(6, 'UTC')";
 /**

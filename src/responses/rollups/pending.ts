@@ -17,10 +17,7 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
-import type { HourSlice } from './slices.ts';
-
-/** The whole org, while `seed` or `rollups rebuild` runs: the mark readers check first. */
-export const ORG_SENTINEL: HourSlice = Object.freeze({ surveyId: '00000000-0000-0000-0000-000000000000', hour: parseInstantMicros('1900-01-01T00:00:00Z')! });
+import { ORG_SENTINEL, type HourSlice } from './slices.ts';
 
 /** Past this many pending slices, a read treats the whole org as pending (survey_responses alone). */
 export const MAX_PENDING_SLICES = 500;

@@ -7,14 +7,18 @@ import { MICROS_PER_DAY, MICROS_PER_HOUR } from '../../query/histogram.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
 
 export { MICROS_PER_DAY, MICROS_PER_HOUR };
-/** The org-wide mark belongs to the marks protocol (pending.ts); named here too for the slices' users. */
-export { ORG_SENTINEL } from './pending.ts';
-
 export interface HourSlice {
   readonly surveyId: string;
   /** The hour's first µs. */
   readonly hour: bigint;
 }
+
+/**
+ * The slice that stands for the whole org in the pending-mark protocol (pending.ts): marked while
+ * `seed` or `rollups rebuild` runs, checked first by the mark readers. No survey has this id and no
+ * response is this old, so it never names a real slice.
+ */
+export const ORG_SENTINEL: HourSlice = Object.freeze({ surveyId: '00000000-0000-0000-0000-000000000000', hour: parseInstantMicros('1900-01-01T00:00:00Z')! });
 
 export function floorTo(t: bigint, step: bigint): bigint {
   const r = t % step;
