@@ -1,8 +1,7 @@
 import type { Database } from '../clickhouse/connection.ts';
 import { isScope, listTokens, mintToken, revokeToken, SCOPES, type Scope } from '../tokens/tokens.ts';
 import { stringValue, UsageError, type Options, type ParsedArgs } from './args.ts';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+import { UUID_PATTERN } from '../uuid.ts';
 
 export const TOKEN_CREATE = {
   usage: `usage: tallyhouse token create --org <uuid> --scope <scope[,scope...]> [--name <text>] [--json]
@@ -32,7 +31,7 @@ The service stops accepting the token within 5 seconds.`,
 export async function tokenCreate(db: Database, { values }: ParsedArgs, out: (s: string) => void): Promise<void> {
   const org = stringValue(values, 'org');
   if (org === undefined) throw new UsageError(`--org is required\n\n${TOKEN_CREATE.usage}`);
-  if (!UUID.test(org)) throw new UsageError(`--org must be a UUID, got ${JSON.stringify(org)}`);
+  if (!UUID_PATTERN.test(org)) throw new UsageError(`--org must be a UUID, got ${JSON.stringify(org)}`);
   const rawScopes = stringValue(values, 'scope');
   if (rawScopes === undefined) throw new UsageError(`--scope is required\n\n${TOKEN_CREATE.usage}`);
   const scopes = rawScopes.split(',').map((s) => s.trim()).filter(Boolean);
@@ -47,7 +46,7 @@ export async function tokenCreate(db: Database, { values }: ParsedArgs, out: (s:
 
 export async function tokenList(db: Database, { values }: ParsedArgs, out: (s: string) => void): Promise<void> {
   const org = stringValue(values, 'org');
-  if (org !== undefined && !UUID.test(org)) throw new UsageError(`--org must be a UUID, got ${JSON.stringify(org)}`);
+  if (org !== undefined && !UUID_PATTERN.test(org)) throw new UsageError(`--org must be a UUID, got ${JSON.stringify(org)}`);
   const tokens = await listTokens(db.client(), org?.toLowerCase());
   if (values.json) {
     out(JSON.stringify(tokens));
@@ -62,7 +61,7 @@ export async function tokenList(db: Database, { values }: ParsedArgs, out: (s: s
 export async function tokenRevoke(db: Database, { positionals }: ParsedArgs, out: (s: string) => void): Promise<void> {
   const id = positionals[0];
   if (id === undefined) throw new UsageError(`the token id is required\n\n${TOKEN_REVOKE.usage}`);
-  if (!UUID.test(id)) throw new UsageError(`revoke takes a token id (UUID, see 'token list'), got ${JSON.stringify(id)}`);
+  if (!UUID_PATTERN.test(id)) throw new UsageError(`revoke takes a token id (UUID, see 'token list'), got ${JSON.stringify(id)}`);
   if (!(await revokeToken(db, id))) throw new UsageError(`no token with id ${id}`);
   out(`revoked ${id} (the service stops accepting it within 5 seconds)`);
 }

@@ -17,6 +17,13 @@ export interface CompiledQuery {
 export type RunQuery = <T>(q: CompiledQuery) => Promise<T[]>;
 
 /**
+ * The parameter type of every instant (range bounds, window starts, cursor positions, slice
+ * starts): µs in UTC, the type of every time column, so a comparison never converts the column.
+ * Its text is formatDb / formatDbMicros (src/time/iso.ts).
+ */
+export const DT64 = "DateTime64(6, 'UTC')";
+
+/**
  * Parameters travel in the body of the engine's HTTP request (multipart/form-data: the client's
  * `use_multipart_params_auto`, set in connection.ts), not in its URL, which the engine caps at
  * 1 MiB (30 filters of 1000 UUIDs failed with "URI too long"). The engine still caps each form

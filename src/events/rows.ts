@@ -19,6 +19,7 @@ import { charCount } from '../chars.ts';
 import { invalid } from '../errors.ts';
 import { formatDbDate, parseIsoMillis } from '../time/iso.ts';
 import type { EventType, ParsedEvent } from './schema.ts';
+import { NIL_UUID } from '../uuid.ts';
 
 /**
  * Namespace of every name-based id of tallyhouse. Derived once, reproducibly, as
@@ -27,7 +28,7 @@ import type { EventType, ParsedEvent } from './schema.ts';
  */
 export const TALLYHOUSE_ID_NAMESPACE = '06a9ccfd-2b53-501d-a918-954ecc6dfc47';
 
-export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
+export { NIL_UUID };
 
 /** Events older than this (relative to reception) get the reception time instead. */
 export const MAX_EVENT_AGE_MS = 7 * 24 * 60 * 60 * 1000;

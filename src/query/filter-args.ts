@@ -13,8 +13,6 @@ export const MAX_FILTERS = 100;
 export const MAX_FILTER_VALUES = 1000;
 export const MAX_VALUE_LENGTH = 1000;
 
-export const UUID_PATTERN = /^[\da-f]{8}(?:-[\da-f]{4}){3}-[\da-f]{12}$/i;
-
 export type Scalar = string | number | boolean;
 
 /** `values` of a filter: a non-empty list of at most MAX_FILTER_VALUES items, each checked by the operator's rules. */
@@ -122,6 +120,19 @@ export function isoInstant(name: string, hint: string) {
       return { t, db: formatDb(t) };
     }),
   );
+}
+
+/** RE2 pattern inside a SQL string literal: `^\\d{4}-\\d{2}-\\d{2}` reads as ^\d{4}-\d{2}-\d{2}. */
+const ISO_DATE_PREFIX = '^\\\\d{4}-\\\\d{2}-\\\\d{2}';
+
+/**
+ * `before` / `after` on a stored text (`text`, an SQL expression): only a text that starts like an
+ * ISO date takes part, read as an instant and compared with `instantParam` (a DT64 placeholder of
+ * the filter's isoInstant). The pattern is a constant, never input.
+ */
+export function textBeforeAfterSql(op: 'before' | 'after', text: string, instantParam: string): string {
+  const cmp = op === 'before' ? '<' : '>';
+  return `match(${text}, '${ISO_DATE_PREFIX}') AND ifNull(parseDateTime64BestEffortOrNull(${text}, 6, 'UTC') ${cmp} ${instantParam}, false)`;
 }
 
 /** `{field, start, end}` on one time column, both ends inclusive, as DateTime64(6) texts ready to be parameters. */

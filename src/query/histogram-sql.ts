@@ -2,7 +2,7 @@
  * The engine side of the dense histograms of histogram.ts: the bucket index of a timestamp column
  * in a planned series, computed in SQL with the same arithmetic as `bucketIndex`.
  */
-import type { ParamBag } from '../clickhouse/sql.ts';
+import { DT64, type ParamBag } from '../clickhouse/sql.ts';
 import { MICROS_PER_DAY, MICROS_PER_HOUR, formatDbMicros, type HistogramPlan } from './histogram.ts';
 
 /**
@@ -19,8 +19,8 @@ export function bucketIndexSql(column: string, plan: HistogramPlan, bag: ParamBa
   // GROUP BY while grouping() still names it, which the engine refuses. materialize() is never
   // folded.
   if (plan.starts.length === 0) return 'materialize(CAST(NULL AS Nullable(Int64)))';
-  const start = bag.add(formatDbMicros(plan.start), "DateTime64(6, 'UTC')");
-  const boundary = bag.add(formatDbMicros(plan.boundary), "DateTime64(6, 'UTC')");
+  const start = bag.add(formatDbMicros(plan.start), DT64);
+  const boundary = bag.add(formatDbMicros(plan.boundary), DT64);
   const inSeries = `${column} >= ${start} AND ${column} < ${boundary}`;
   if (plan.unit === 'month') {
     const k = bag.add(plan.k, 'UInt32');

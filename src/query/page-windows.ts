@@ -6,9 +6,8 @@
  * matches it needs. Every match of a window is newer than any match before it, so the page is the
  * same as over the whole scope, but the engine sorts the window's rows, not every match's.
  */
-import type { ParamBag } from '../clickhouse/sql.ts';
+import { DT64, type ParamBag } from '../clickhouse/sql.ts';
 import { formatDbMicros, parseInstantMicros } from '../time/iso.ts';
-import { DT64 } from './scope.ts';
 
 export const PAGE_WINDOWS_SECONDS = [3600, 86_400, 7 * 86_400, 30 * 86_400, 365 * 86_400] as const;
 

@@ -6,10 +6,8 @@
  * names its table; the organization placeholder is made once per query, so every table a source
  * reads (joins, sub-selects) can be guarded by the same one.
  */
-import type { ParamBag } from '../clickhouse/sql.ts';
+import { DT64, type ParamBag } from '../clickhouse/sql.ts';
 
-/** The parameter type of instants: range bounds, window starts, cursor positions. */
-export const DT64 = "DateTime64(6, 'UTC')";
 
 /** The scope of a read: the token's organization, the body's filters and range. */
 export interface ReadScope<F> {

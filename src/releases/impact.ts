@@ -19,14 +19,14 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
-import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
+import { DT64, ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import { conflict, notFound } from '../errors.ts';
 import { EventSource, type EventScope } from '../events/read/source.ts';
 import { countDifference, proportionDifference, round, roundInterval, wilsonInterval } from '../metrics/statistics.ts';
 import { MICROS_PER_DAY, formatDbMicros, formatMicros, parseInstantMicros } from '../query/histogram.ts';
 import { requestRunners } from '../query/request-cache.ts';
 import { RANKED_BUCKETS_SETTINGS } from '../query/ranked-buckets.ts';
-import { UUID_PATTERN } from '../query/filter-args.ts';
+import { UUID_PATTERN } from '../uuid.ts';
 import { runAggregation, countsByPath } from '../responses/aggregation.ts';
 import { scopeOf } from '../responses/compile.ts';
 import type { GroupByRule } from '../responses/group-by.ts';
@@ -140,7 +140,7 @@ const eventScope = (orgId: string, w: ImpactWindows, filters: EventScope['filter
 export function compileEventNames(orgId: string, w: ImpactWindows): CompiledQuery {
   const bag = new ParamBag();
   const source = new EventSource(eventScope(orgId, w, [{ kind: 'event_name', op: 'null', negate: true }]), bag).from();
-  const at = bag.add(formatDbMicros(w.at), "DateTime64(6, 'UTC')");
+  const at = bag.add(formatDbMicros(w.at), DT64);
   return compiled(
     `SELECT event_name, countIf(timestamp < ${at}) AS before_count, countIf(timestamp >= ${at}) AS after_count, ` +
       `uniqExactIf(user_id, timestamp < ${at}) AS before_users, uniqExactIf(user_id, timestamp >= ${at}) AS after_users ` +
@@ -164,7 +164,7 @@ const SATISFACTION_SQL =
 export function compileCopilot(orgId: string, w: ImpactWindows): CompiledQuery {
   const bag = new ParamBag();
   const source = new EventSource(eventScope(orgId, w, [{ kind: 'type', op: 'eq', negate: false, values: ['copilot'] }]), bag).from();
-  const at = bag.add(formatDbMicros(w.at), "DateTime64(6, 'UTC')");
+  const at = bag.add(formatDbMicros(w.at), DT64);
   const ratings = `SELECT timestamp >= ${at} AS after, ${SATISFACTION_SQL} ${source}`;
   const users =
     `SELECT user_id, timestamp >= ${at} AS after, max(event_name = 'service_copilot_user_prompt') AS prompted, ` +

@@ -7,7 +7,7 @@ import { releaseBodySchema, releaseListQuerySchema, releaseListSchema, releaseSc
 import { createRelease, listReleases } from './store.ts';
 import { IMPACT_DESCRIPTION, impactBodySchema, impactResultSchema, releaseImpact } from './impact.ts';
 import { invalid } from '../errors.ts';
-import { UUID_PATTERN } from '../query/filter-args.ts';
+import { UUID_PATTERN } from '../uuid.ts';
 
 export function releasesFeature(deps: AppDeps): Feature {
   const keys = new IdempotencyStore(() => deps.db.client(), () => deps.db.cluster !== undefined);

@@ -3,7 +3,7 @@
  * org>`, so no query of the table can forget the organization (as the survey responses'
  * fromScope and the events' EventSource). Callers append `AND ...` conditions or ORDER BY.
  */
-import type { ParamBag } from '../clickhouse/sql.ts';
+import { DT64, type ParamBag } from '../clickhouse/sql.ts';
 
 export const RELEASE_COLUMNS = 'toString(id) AS id, name, description, version, tags, released_at, created_at';
 
@@ -13,7 +13,7 @@ export const RELEASE_COLUMNS = 'toString(id) AS id, name, description, version, 
  */
 export function fromReleases(orgId: string, bag: ParamBag, window: { from?: string; to?: string } = {}): string {
   const parts = [`org_id = ${bag.add(orgId, 'UUID')}`];
-  if (window.from !== undefined) parts.push(`released_at >= ${bag.add(window.from, "DateTime64(6, 'UTC')")}`);
-  if (window.to !== undefined) parts.push(`released_at <= ${bag.add(window.to, "DateTime64(6, 'UTC')")}`);
+  if (window.from !== undefined) parts.push(`released_at >= ${bag.add(window.from, DT64)}`);
+  if (window.to !== undefined) parts.push(`released_at <= ${bag.add(window.to, DT64)}`);
   return `FROM releases WHERE ${parts.join(' AND ')}`;
 }

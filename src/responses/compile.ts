@@ -6,11 +6,11 @@
  * `FROM survey_responses FINAL WHERE <scope>`, and the scope starts with the token's org.
  */
 import type { ClickHouseSettings } from '@clickhouse/client';
-import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
-import { scalarAsNumber } from '../query/filter-args.ts';
+import { DT64, ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
+import { scalarAsNumber, textBeforeAfterSql } from '../query/filter-args.ts';
 import type { FilterNode, QueryScopeBody, Scalar } from './filters.ts';
 import { pageWindowAnchor, smallestWindowHolding, windowCountColumns, windowStartsBefore } from '../query/page-windows.ts';
-import { compileScopeWhere, DT64 as DT } from '../query/scope.ts';
+import { compileScopeWhere } from '../query/scope.ts';
 import { READ_SETTINGS } from '../query/settings.ts';
 import { answerFilterSql } from './answer-filter.ts';
 import { STORED_COLUMNS_SQL } from './stored-doc.ts';
@@ -205,12 +205,9 @@ function hiddenFieldExpr(node: Extract<FilterNode, { kind: 'hidden_field' }>, ba
     case 'lt':
       return comparisonExpr(node.op, key, node.value, bag);
     case 'before':
-    case 'after': {
-      const cmp = node.op === 'before' ? '<' : '>';
-      // Only entries that look like an ISO date take part; the pattern is a constant, not input.
-      const cond = `match(s, '${ISO_DATE_PREFIX}') AND ifNull(parseDateTime64BestEffortOrNull(s, 6, 'UTC') ${cmp} ${bag.add(node.value, DT)}, false)`;
-      return entryExists(key, [{ t: 0, cond }]);
-    }
+    case 'after':
+      // Only entries that look like an ISO date take part.
+      return entryExists(key, [{ t: 0, cond: textBeforeAfterSql(node.op, 's', bag.add(node.value, DT64)) }]);
   }
 }
 
@@ -237,8 +234,6 @@ function comparisonExpr(op: 'gt' | 'lt', keyParam: string, value: Scalar, bag: P
   return `(arrayExists((k, v) -> k = ${keyParam} AND v ${cmp} ${bag.add(n, 'Float64')}, hf_number_keys, hf_number_values) OR ${strings})`;
 }
 
-/** RE2 pattern inside a SQL string literal: `^\\d{4}-\\d{2}-\\d{2}` reads as ^\d{4}-\d{2}-\d{2}. */
-const ISO_DATE_PREFIX = '^\\\\d{4}-\\\\d{2}-\\\\d{2}';
 
 /**
  * Search is two queries, one after the other (search.ts):
@@ -266,7 +261,7 @@ export function pageWindowStarts(rangeEnd: string | undefined, nowMs: number, af
  * the `created_at <=` term lets the primary key skip what is newer.
  */
 function afterSql(after: ResponsePosition, bag: ParamBag): string {
-  const c = bag.add(after.createdAt, DT);
+  const c = bag.add(after.createdAt, DT64);
   return `(created_at <= ${c} AND (created_at < ${c} OR id < ${bag.add(after.id, 'UUID')}))`;
 }
 
@@ -299,7 +294,7 @@ export function compileSearchCount(scope: Scope, windowStarts: readonly string[]
 export function compileSearchPage(scope: Scope, size: number, offset: number, windowStart?: string, after?: ResponsePosition): CompiledQuery {
   const bag = new ParamBag();
   const source = fromScope(scope, bag);
-  const window = windowStart === undefined ? '' : ` AND created_at >= ${bag.add(windowStart, DT)}`;
+  const window = windowStart === undefined ? '' : ` AND created_at >= ${bag.add(windowStart, DT64)}`;
   const position = after ? ` AND ${afterSql(after, bag)}` : '';
   return compiled(
     `SELECT ${STORED_COLUMNS_SQL}, toString(created_at) AS c, toString(id) AS i ${source}${window}${position} ORDER BY created_at DESC, id DESC ` +

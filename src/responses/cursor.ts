@@ -9,7 +9,7 @@
  * organization, surveys, filters or range is a 400: its position means nothing there.
  */
 import { decodeOpaqueCursor, encodeOpaqueCursor, searchFingerprint } from '../query/cursor.ts';
-import { UUID_PATTERN } from '../query/filter-args.ts';
+import { UUID_PATTERN } from '../uuid.ts';
 import type { ResponsePosition, Scope } from './compile.ts';
 
 /** Organization, surveys, filters and range (not size or offset). */

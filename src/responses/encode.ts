@@ -9,7 +9,8 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { COMPLETION_VALUES } from './filters.ts';
-import { answerScore, answerText, answerValue, NIL_UUID, type ResponseRecord } from './record.ts';
+import { NIL_UUID } from '../uuid.ts';
+import { answerScore, answerText, answerValue, type ResponseRecord } from './record.ts';
 import { docRemainder } from './stored-doc.ts';
 
 /** The columns written, in the order of the bytes (the others are DEFAULT or MATERIALIZED). */

@@ -18,13 +18,11 @@
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
-import { ParamBag, compiled } from '../clickhouse/sql.ts';
+import { DT64, ParamBag, compiled } from '../clickhouse/sql.ts';
 import { fromScope, QUERY_SETTINGS, type Scope } from './compile.ts';
 import { responseRecordSchema, type ResponseRecord } from './record-schema.ts';
 import { rebuildRecord, STORED_COLUMNS_SQL, type StoredColumns } from './stored-doc.ts';
 import { csvLine, EXPORT_SLICE_SETTINGS, planDaySlices, SLICE_ROWS, type ExportFormat } from '../query/export.ts';
-
-const DT = "DateTime64(6, 'UTC')";
 
 const EXPORT_SETTINGS: ClickHouseSettings = { ...QUERY_SETTINGS, ...EXPORT_SLICE_SETTINGS };
 
@@ -53,7 +51,7 @@ async function slices(client: ClickHouseClient, scope: Scope, signal: AbortSigna
 function sliceQuery(scope: Scope, [from, to]: [string, string]) {
   const bag = new ParamBag();
   const source = fromScope(scope, bag);
-  return compiled(`SELECT ${STORED_COLUMNS_SQL} ${source} AND created_at >= ${bag.add(from, DT)} AND created_at < ${bag.add(to, DT)} ORDER BY created_at DESC, id DESC`, bag);
+  return compiled(`SELECT ${STORED_COLUMNS_SQL} ${source} AND created_at >= ${bag.add(from, DT64)} AND created_at < ${bag.add(to, DT64)} ORDER BY created_at DESC, id DESC`, bag);
 }
 
 /**

@@ -36,9 +36,10 @@ import { invalid } from '../errors.ts';
 import { ignored, jsonObject } from '../validation.ts';
 import { formatDb, parseIsoMicros } from '../time/iso.ts';
 import {
-  MAX_FILTERS, MAX_FILTER_VALUES, MAX_VALUE_LENGTH, UUID_PATTERN, args, boundedString, noArgs, scalar,
+  MAX_FILTERS, MAX_FILTER_VALUES, MAX_VALUE_LENGTH, args, boundedString, noArgs, scalar,
   rangeSchema as sharedRangeSchema, type FilterProblem, type Scalar,
 } from '../query/filter-args.ts';
+import { UUID_PATTERN } from '../uuid.ts';
 import { EQ_IN, NEGATIVE, OPERATORS, type Operator, type Positive } from '../query/operators.ts';
 import { answerNode, type AnswerFilterNode } from './answer-filter.ts';
 

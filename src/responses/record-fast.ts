@@ -16,9 +16,7 @@ import { charCount } from '../chars.ts';
 import { formatApi, ISO_8601_PATTERN, parseIsoMicros } from '../time/iso.ts';
 import { COMPLETION_VALUES } from './filters.ts';
 import { MAX_BATCH, type ResponseRecord } from './record-schema.ts';
-
-/** valibot's UUID_REGEX. */
-const UUID = /^[\da-f]{8}(?:-[\da-f]{4}){3}-[\da-f]{12}$/iu;
+import { UUID_PATTERN } from '../uuid.ts';
 
 /** Thrown inside the walk when the schema must decide; never leaves this module. */
 const ASK = Symbol('ask the schema');
@@ -32,7 +30,7 @@ const fail = (): never => {
 const isObject = (x: Json): x is Obj => typeof x === 'object' && x !== null && !Array.isArray(x);
 
 function uuid(x: Json): string {
-  return typeof x === 'string' && UUID.test(x) ? x : fail();
+  return typeof x === 'string' && UUID_PATTERN.test(x) ? x : fail();
 }
 
 /** A string of at most `max` characters (code points, as maxChars counts them). */

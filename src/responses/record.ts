@@ -12,6 +12,7 @@
 import * as v from 'valibot';
 import { invalid, toIssues, type Issue } from '../errors.ts';
 import { scalarAsNumber } from '../query/filter-args.ts';
+import { NIL_UUID, UUID_PATTERN } from '../uuid.ts';
 import { fastParseBatch } from './record-fast.ts';
 import { responseBatchSchema, type AnswerEntry, type ResponseRecord } from './record-schema.ts';
 import { docRemainder, type ResponseRow } from './stored-doc.ts';
@@ -40,7 +41,7 @@ export function parseWithSchema(body: unknown, orgId: string): ResponseRecord[] 
   if (Array.isArray(body)) {
     body.forEach((item, i) => {
       const named = (item as { org_id?: unknown } | null)?.org_id;
-      if (typeof named === 'string' && /^[\da-f]{8}(?:-[\da-f]{4}){3}-[\da-f]{12}$/i.test(named) && named.toLowerCase() !== orgId.toLowerCase()) {
+      if (typeof named === 'string' && UUID_PATTERN.test(named) && named.toLowerCase() !== orgId.toLowerCase()) {
         issues.push({ path: `[${i}].org_id`, message: 'org_id names another organization than the token\'s; omit it or use the token\'s organization' });
       }
     });
@@ -53,8 +54,6 @@ export function parseWithSchema(body: unknown, orgId: string): ResponseRecord[] 
 }
 
 const indexOf = (path: string) => Number(/^\[(\d+)\]/.exec(path)?.[1] ?? -1);
-
-export const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** `2024-01-02T03:04:05.123456Z` (the parsed form) -> `2024-01-02 03:04:05.123456` (DateTime64(6)). */
 export function apiToDb(api: string): string {

@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import type { AppDeps } from '../server/context.ts';
 import { invalid } from '../errors.ts';
-import { UUID_PATTERN } from '../query/filter-args.ts';
+import { UUID_PATTERN } from '../uuid.ts';
 import { IDEMPOTENCY_DESCRIPTION, idempotent } from '../idempotency/route.ts';
 import { IdempotencyStore } from '../idempotency/store.ts';
 import { answer, defineRoute, type Feature, type ParamSpec } from '../server/route.ts';

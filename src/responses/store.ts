@@ -28,6 +28,7 @@ import type { Database } from '../clickhouse/connection.ts';
 import { deleteWhere } from '../clickhouse/delete.ts';
 import type { Tombstones } from './tombstones.ts';
 import { hourSlicesOf } from './rollups/slices.ts';
+import { DT64 } from '../clickhouse/sql.ts';
 
 const idLocks = new Map<string, Promise<void>>();
 
@@ -117,7 +118,7 @@ export async function insertResponses(db: Database, orgId: string, batch: readon
       const stale = records.filter((r) => r.id.toLowerCase() === id && !notDeleted(r, deletedAt));
       if (stale.length === 0) continue;
       await rollups.mark(org, hourSlicesOf(rows.filter((row) => row.id.toLowerCase() === id)));
-      await deleteWhere(db, 'survey_responses', 'org_id = {org:UUID} AND id = {id:UUID} AND updated_at <= {at:DateTime64(6, \'UTC\')}', { org, id, at: deletedAt });
+      await deleteWhere(db, 'survey_responses', `org_id = {org:UUID} AND id = {id:UUID} AND updated_at <= {at:${DT64}}`, { org, id, at: deletedAt });
       rollups.written(org, hourSlicesOf(rows.filter((row) => row.id.toLowerCase() === id)));
       undone += stale.length;
     }

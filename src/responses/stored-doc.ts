@@ -20,9 +20,9 @@
  * Rebuilt records list their members in the schema's order (record-schema.ts responseRecordSchema).
  */
 import type { COMPLETION_VALUES } from './filters.ts';
+import { NIL_UUID } from '../uuid.ts';
 import { responseRecordSchema, type ResponseRecord } from './record-schema.ts';
 
-const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 /** Members in the schema's order: the order of a rebuilt record. */
 let memberOrder: readonly string[] | undefined;

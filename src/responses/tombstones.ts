@@ -19,14 +19,13 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { QUERY_SETTINGS } from './compile.ts';
+import { DT64 } from '../clickhouse/sql.ts';
 
 /** Past this many tombstones, an organization's are looked up per batch instead of kept. */
 export const MAX_TOMBSTONES_PER_ORG = 100_000;
 
 /** id -> deleted_at (DateTime64(6) text), the latest when an id was deleted more than once. */
 export type TombstoneMap = Map<string, string>;
-
-const DT = "DateTime64(6, 'UTC')";
 
 export class Tombstones {
   /** org -> its tombstones, or 'lookup' past the bound. */
@@ -52,7 +51,7 @@ export class Tombstones {
   /** The org's tombstones with deleted_at >= `since` (DateTime64(6) text), remembered as well. */
   async since(orgId: string, since: string): Promise<TombstoneMap> {
     const org = orgId.toLowerCase();
-    const found = await this.read(org, `deleted_at >= {since:${DT}}`, { since });
+    const found = await this.read(org, `deleted_at >= {since:${DT64}}`, { since });
     this.note(org, found);
     return found;
   }

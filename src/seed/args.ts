@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs, UsageError, type Options, type ParsedArgs } from '../cli/args.ts';
 import { EVENT_SEED_LIMITS } from './events.ts';
-import { SEED_LIMITS, UUID_RE } from './responses.ts';
+import { UUID_PATTERN } from '../uuid.ts';
+import { SEED_LIMITS } from './responses.ts';
 
 export interface SeedArgs {
   /** 0 when only events are asked for. */
@@ -74,7 +75,7 @@ export function parseSeedArgs(argv: string[]): SeedArgs {
   const days = count(flags, 'days', 90);
   const seed = count(flags, 'seed', 0);
   const org = flags.org as string | undefined;
-  if (org !== undefined && !UUID_RE.test(org)) {
+  if (org !== undefined && !UUID_PATTERN.test(org)) {
     throw new UsageError(`--org must be an organization UUID, e.g. ${randomUUID()}, got ${JSON.stringify(org)}`);
   }
   return { responses, events, orgId: org === undefined ? randomUUID() : org.toLowerCase(), orgGenerated: org === undefined, surveys, days, seed };

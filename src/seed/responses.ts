@@ -10,6 +10,7 @@ import { SEED_IDS_SQL, SEED_INSERT_SQL } from './sql.ts';
 import { formatDb, fromMillis, parseInstantMicros } from '../time/iso.ts';
 import { MICROS_PER_DAY } from '../query/histogram.ts';
 import { withOrgMaintenance } from '../responses/rollups/maintain.ts';
+import { UUID_PATTERN } from '../uuid.ts';
 
 export interface SeedOptions {
   orgId: string;
@@ -85,11 +86,9 @@ const SEED_SETTINGS: ClickHouseSettings = {
   output_format_json_escape_forward_slashes: 0,
 };
 
-export const UUID_RE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 export async function seedResponses(client: ClickHouseClient, options: SeedOptions): Promise<SeedResult> {
   const { orgId, responses, surveys = 5, days = 90, seed = 0, now = new Date(), onProgress } = options;
-  if (!UUID_RE.test(orgId)) throw new RangeError(`orgId must be a UUID, got ${JSON.stringify(orgId)}`);
+  if (!UUID_PATTERN.test(orgId)) throw new RangeError(`orgId must be a UUID, got ${JSON.stringify(orgId)}`);
   checkRange('responses', responses);
   checkRange('surveys', surveys);
   checkRange('days', days);

@@ -14,6 +14,7 @@
 import { TABLE_SIZE } from './distributions.ts';
 import { END_REASONS, QuestionKind } from './plan.ts';
 import { PLATFORMS } from './vocabulary.ts';
+import { DT64 } from '../clickhouse/sql.ts';
 
 /** Hash of a salt and keys, mixed with the run constant `s` (or the people constant `p`). */
 const h = (...keys: (string | number)[]) => `cityHash64(s, ${keys.join(', ')})`;
@@ -65,7 +66,7 @@ const rows = pipeline('SELECT {start:UInt64} + number AS n FROM numbers_mt({coun
   [
     `${h(1, 'n')} % {respondents:UInt64} AS ri`,
     `${pick('surveyTable', 2, 'n')} AS si`,
-    `toUnixTimestamp64Micro({now:DateTime64(6, 'UTC')}) AS now_us`,
+    `toUnixTimestamp64Micro({now:${DT64}}) AS now_us`,
     `toInt64({days:UInt32}) AS days_n`,
     `${u(10, 'n')} AS day_u`,
     `${u(11, 'n')} AS trend_u`,
@@ -262,7 +263,7 @@ const finalLevel = `
 
 /** The generating statement; chunk bounds are the `start` and `count` parameters. */
 export const SEED_INSERT_SQL = `INSERT INTO survey_responses (${INSERT_COLUMNS.join(', ')})
-WITH cityHash64({org:UUID}, {seed:UInt64}) AS p, cityHash64(p, {now:DateTime64(6, 'UTC')}) AS s
+WITH cityHash64({org:UUID}, {seed:UInt64}) AS p, cityHash64(p, {now:${DT64}}) AS s
 ${finalLevel}`;
 
 /**
@@ -271,5 +272,5 @@ ${finalLevel}`;
  * not need from the stages, so this costs a fraction of the rows themselves.
  */
 export const SEED_IDS_SQL = `INSERT INTO survey_response_ids (org_id, id, survey_id, created_at)
-WITH cityHash64({org:UUID}, {seed:UInt64}) AS p, cityHash64(p, {now:DateTime64(6, 'UTC')}) AS s
+WITH cityHash64({org:UUID}, {seed:UInt64}) AS p, cityHash64(p, {now:${DT64}}) AS s
 SELECT {org:UUID} AS org_id, id, survey_id, ${dt('created_us')} AS created_at FROM (${rows})`;

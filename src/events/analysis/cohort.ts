@@ -24,8 +24,9 @@
 import * as v from 'valibot';
 import { maxChars } from '../../chars.ts';
 import {
-  MAX_FILTER_VALUES, MAX_FILTERS, UUID_PATTERN, args, boundedString, filterValuesSchema, isoInstant, noArgs, scalar, type FilterArgs, type FilterProblem, type Scalar,
+  MAX_FILTER_VALUES, MAX_FILTERS, args, boundedString, filterValuesSchema, isoInstant, noArgs, scalar, type FilterArgs, type FilterProblem, type Scalar,
 } from '../../query/filter-args.ts';
+import { UUID_PATTERN } from '../../uuid.ts';
 import type { Operator } from '../../query/operators.ts';
 import { COMPLETION_VALUES, filterSchema, type Completion, type FilterNode } from '../../responses/filters.ts';
 import { compareMicros } from '../../time/iso.ts';

@@ -12,10 +12,9 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
-import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
+import { DT64, ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
 import { jsonObject } from '../../validation.ts';
 import { formatDbMicros, parseInstantMicros } from '../../query/histogram.ts';
-import { DT64 } from '../../query/scope.ts';
 import {
   PERIODS, PERIOD_NAMES, analysisScopeEntries, answerAnalysis, analysisSource, groupsSql, perUserSql, periodStartText, scanUserColumns, stepSchema, stepSql,
   type AnalysisScope, type Period, type StepNode,

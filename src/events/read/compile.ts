@@ -7,8 +7,8 @@
  * included).
  */
 import type { EventFilterNode, JsonTest, Scalar } from './filters.ts';
-import { DT64 } from '../../query/scope.ts';
-import type { ParamBag } from '../../clickhouse/sql.ts';
+import { DT64, type ParamBag } from '../../clickhouse/sql.ts';
+import { textBeforeAfterSql } from '../../query/filter-args.ts';
 
 /** What the compiler reads through the scoped source (EventSource, source.ts, which compiles its filters with this module). */
 export interface UserSets {
@@ -128,14 +128,9 @@ export function jsonTestSql(test: JsonTest, json: JsonValueSql, bag: ParamBag): 
         : `(${json.isString} AND ${json.string} ${cmp} ${bag.add(test.value, 'String')})`;
     }
     case 'before':
-    case 'after': {
-      const cmp = test.op === 'before' ? '<' : '>';
-      // Only string values that look like an ISO date take part; the pattern is a constant.
-      return (
-        `(${json.isString} AND match(${json.string}, '${ISO_DATE_PREFIX}') AND ` +
-        `ifNull(parseDateTime64BestEffortOrNull(${json.string}, 6, 'UTC') ${cmp} ${bag.add(test.value, DT64)}, false))`
-      );
-    }
+    case 'after':
+      // Only string values that look like an ISO date take part.
+      return `(${json.isString} AND ${textBeforeAfterSql(test.op, json.string, bag.add(test.value, DT64))})`;
   }
 }
 
@@ -143,5 +138,3 @@ function oneOf(expr: string, values: readonly Scalar[], type: string, bag: Param
   return values.length === 1 ? `${expr} = ${bag.add(values[0], type)}` : `has(${bag.add(values, `Array(${type})`)}, ${expr})`;
 }
 
-/** RE2 pattern inside a SQL string literal: `^\\d{4}-\\d{2}-\\d{2}` reads as ^\d{4}-\d{2}-\d{2}. */
-const ISO_DATE_PREFIX = '^\\\\d{4}-\\\\d{2}-\\\\d{2}';

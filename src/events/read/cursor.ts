@@ -7,7 +7,7 @@
  * nothing there.
  */
 import { decodeOpaqueCursor, encodeOpaqueCursor, searchFingerprint } from '../../query/cursor.ts';
-import { UUID_PATTERN } from '../../query/filter-args.ts';
+import { UUID_PATTERN } from '../../uuid.ts';
 import type { EventScope } from './source.ts';
 
 export interface EventPosition {

@@ -8,13 +8,12 @@
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { Readable } from 'node:stream';
-import { ParamBag, compiled } from '../../clickhouse/sql.ts';
+import { DT64, ParamBag, compiled } from '../../clickhouse/sql.ts';
 import { csvLine, EXPORT_SLICE_SETTINGS, planDaySlices, SLICE_ROWS, type ExportFormat } from '../../query/export.ts';
 import { EVENT_COLUMNS, toEventRecord, type EventReadRow } from './record.ts';
 import { EVENT_ORDER } from './search.ts';
 import { EventSource, type EventScope } from './source.ts';
 import { READ_SETTINGS } from '../../query/settings.ts';
-import { DT64 } from '../../query/scope.ts';
 
 const EXPORT_SETTINGS: ClickHouseSettings = { ...READ_SETTINGS, ...EXPORT_SLICE_SETTINGS };
 

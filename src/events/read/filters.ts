@@ -29,9 +29,10 @@ import { EVENT_TYPES } from '../schema.ts';
 import { EQ_IN, OPERATORS, splitOperator, type Operator } from '../../query/operators.ts';
 import { formatDb, parseIsoMicros } from '../../time/iso.ts';
 import {
-  MAX_FILTERS, MAX_FILTER_VALUES, MAX_VALUE_LENGTH, UUID_PATTERN, args, boundedString, noArgs, rangeSchema, scalar,
+  MAX_FILTERS, MAX_FILTER_VALUES, MAX_VALUE_LENGTH, args, boundedString, noArgs, rangeSchema, scalar,
   type FilterProblem, type Scalar,
 } from '../../query/filter-args.ts';
+import { UUID_PATTERN } from '../../uuid.ts';
 import { jsonObject } from '../../validation.ts';
 import { maxChars } from '../../chars.ts';
 import { cohortEntry } from '../analysis/cohort.ts';

@@ -13,10 +13,9 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
-import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
+import { DT64, ParamBag, compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
 import { pageWindowAnchor, smallestWindowHolding, windowCountColumns, windowStartsBefore, type WindowCounts } from '../../query/page-windows.ts';
 import { cachedRequest } from '../../query/request-cache.ts';
-import { DT64 } from '../../query/scope.ts';
 import { READ_SETTINGS } from '../../query/settings.ts';
 import { jsonObject } from '../../validation.ts';
 import { decodeCursor, encodeCursor, type EventPosition } from './cursor.ts';

@@ -7,6 +7,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { UsageError, stringValue, type Options, type ParsedArgs } from '../../cli/args.ts';
 import { allOrgs, rebuildOrg } from './maintain.ts';
+import { UUID_PATTERN } from '../../uuid.ts';
 
 export const ROLLUPS_REBUILD = {
   usage: `usage: tallyhouse rollups rebuild [--org ID]
@@ -16,13 +17,11 @@ interrupted writes left; until then those slices are read from the raw table (co
   options: { org: { type: 'string' } } satisfies Options,
 };
 
-const UUID = /^[\da-f]{8}(?:-[\da-f]{4}){3}-[\da-f]{12}$/i;
-
 /** Checks the arguments before any engine starts; returns the org, or null for all. */
 export function rollupsOrg(args: ParsedArgs): string | null {
   const org = stringValue(args.values, 'org');
   if (org === undefined) return null;
-  if (!UUID.test(org)) throw new UsageError(`--org must be an organization UUID\n\n${ROLLUPS_REBUILD.usage}`);
+  if (!UUID_PATTERN.test(org)) throw new UsageError(`--org must be an organization UUID\n\n${ROLLUPS_REBUILD.usage}`);
   return org.toLowerCase();
 }
 

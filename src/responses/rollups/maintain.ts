@@ -9,8 +9,8 @@ import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
 import { ORG_SENTINEL, sliceOf, sliceRanges, sliceStartSql, type HourSlice, type Span } from './slices.ts';
 import { addMarks, takeBackAllMarks } from './pending.ts';
+import { DT64 } from '../../clickhouse/sql.ts';
 
-const DT = "DateTime64(6, 'UTC')";
 /**
  * Slices recomputed per statement: bounds the parameters and the memory of one GROUP BY. A write
  * batch (at most 1000 records) is one statement per span.
@@ -49,11 +49,11 @@ function rangesSql(column: string, ranges: [bigint, bigint][], params: Record<st
   params.range_from = used.map(([from]) => formatDbMicros(from));
   params.range_to = used.map(([, to]) => formatDbMicros(to));
   return '(' + used.map((_, i) =>
-    `(${column} >= {range_from:Array(${DT})}[${i + 1}] AND ${column} < {range_to:Array(${DT})}[${i + 1}])`).join(' OR ') + ')';
+    `(${column} >= {range_from:Array(${DT64})}[${i + 1}] AND ${column} < {range_to:Array(${DT64})}[${i + 1}])`).join(' OR ') + ')';
 }
 
 /** The target slices as a relation (survey_id, start), from the parameters `surveys` and `starts`. */
-const SLICES_SQL = `SELECT tupleElement(t, 1) AS survey_id, tupleElement(t, 2) AS start FROM (SELECT arrayJoin(arrayZip({surveys:Array(UUID)}, {starts:Array(${DT})})) AS t)`;
+const SLICES_SQL = `SELECT tupleElement(t, 1) AS survey_id, tupleElement(t, 2) AS start FROM (SELECT arrayJoin(arrayZip({surveys:Array(UUID)}, {starts:Array(${DT64})})) AS t)`;
 
 /**
  * One rollup row per target slice; slices with no response get empty arrays (the LEFT JOIN's
@@ -183,8 +183,8 @@ async function slicesIn(client: ClickHouseClient, orgId: string, from: bigint | 
   const params: Record<string, unknown> = { org: orgId };
   const bounds = (column: string) => {
     const parts: string[] = [];
-    if (from !== null) { params.from = formatDbMicros(from); parts.push(`${column} >= {from:${DT}}`); }
-    if (to !== null) { params.to = formatDbMicros(to); parts.push(`${column} < {to:${DT}}`); }
+    if (from !== null) { params.from = formatDbMicros(from); parts.push(`${column} >= {from:${DT64}}`); }
+    if (to !== null) { params.to = formatDbMicros(to); parts.push(`${column} < {to:${DT64}}`); }
     return parts.map((p) => ` AND ${p}`).join('');
   };
   const rs = await client.query({

@@ -19,7 +19,7 @@
  * count (no cursor) is served alike. This module holds the window and the rows that answer it;
  * what those rows answer (response groups, slice totals, answer counts) is in groups.ts.
  */
-import type { ParamBag, RunQuery } from '../../clickhouse/sql.ts';
+import { DT64, type ParamBag, type RunQuery } from '../../clickhouse/sql.ts';
 import type { Scope } from '../compile.ts';
 import { compileFilter } from '../compile.ts';
 import type { GroupByRule } from '../group-by.ts';
@@ -29,8 +29,6 @@ import type { Pending } from './pending.ts';
 
 export { runWithPending, type Pending } from './pending.ts';
 import { MICROS_PER_DAY, MICROS_PER_HOUR, ceilMonth, ceilTo, floorMonth, floorTo, sliceOf, sliceStartSql, type HourSlice, type Span } from './slices.ts';
-
-const DT = "DateTime64(6, 'UTC')";
 
 export interface ReadOptions {
   /** false: read survey_responses only (the reference the property tests compare the rollup with). */
@@ -124,9 +122,9 @@ function parentsOf(slices: readonly HourSlice[], span: Span): HourSlice[] {
   return [...out.values()];
 }
 
-const dt = (bag: ParamBag, t: bigint) => bag.add(formatDbMicros(t), DT);
+const dt = (bag: ParamBag, t: bigint) => bag.add(formatDbMicros(t), DT64);
 const sliceSet = (bag: ParamBag, slices: readonly HourSlice[]) =>
-  `(SELECT arrayJoin(arrayZip(${bag.add(slices.map((s) => s.surveyId), 'Array(UUID)')}, ${bag.add(slices.map((s) => formatDbMicros(s.hour)), `Array(${DT})`)})))`;
+  `(SELECT arrayJoin(arrayZip(${bag.add(slices.map((s) => s.surveyId), 'Array(UUID)')}, ${bag.add(slices.map((s) => formatDbMicros(s.hour)), `Array(${DT64})`)})))`;
 
 /**
  * The extra condition on survey_responses (ANDed to the scope): the created_at the rollup does not

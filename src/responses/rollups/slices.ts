@@ -5,6 +5,7 @@
  */
 import { MICROS_PER_DAY, MICROS_PER_HOUR } from '../../query/histogram.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
+import { NIL_UUID } from '../../uuid.ts';
 
 export { MICROS_PER_DAY, MICROS_PER_HOUR };
 export interface HourSlice {
@@ -18,7 +19,7 @@ export interface HourSlice {
  * `seed` or `rollups rebuild` runs, checked first by the mark readers. No survey has this id and no
  * response is this old, so it never names a real slice.
  */
-export const ORG_SENTINEL: HourSlice = Object.freeze({ surveyId: '00000000-0000-0000-0000-000000000000', hour: parseInstantMicros('1900-01-01T00:00:00Z')! });
+export const ORG_SENTINEL: HourSlice = Object.freeze({ surveyId: NIL_UUID, hour: parseInstantMicros('1900-01-01T00:00:00Z')! });
 
 export function floorTo(t: bigint, step: bigint): bigint {
   const r = t % step;
