@@ -74,7 +74,7 @@ export function eventsFeature(deps: AppDeps): Feature {
   return {
     drain: () => committer.drain(),
     routes: [
-      defineRoute<{ chunk: EventChunk; receivedAt: number }>({
+      defineRoute({
         operationId: 'sendEvents',
         method: 'POST',
         path: '/1.0/event',

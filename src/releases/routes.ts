@@ -1,4 +1,3 @@
-import type * as v from 'valibot';
 import { IDEMPOTENCY_DESCRIPTION, idempotent } from '../idempotency/route.ts';
 import { IdempotencyStore } from '../idempotency/store.ts';
 import type { AppDeps } from '../server/context.ts';
@@ -13,7 +12,7 @@ export function releasesFeature(deps: AppDeps): Feature {
   const keys = new IdempotencyStore(() => deps.db.client(), () => deps.db.cluster !== undefined);
   return {
     routes: [
-      defineRoute<v.InferOutput<typeof releaseBodySchema>>({
+      idempotent(keys, defineRoute({
         operationId: 'createRelease',
         method: 'POST',
         path: '/1.0/release',
@@ -30,9 +29,9 @@ export function releasesFeature(deps: AppDeps): Feature {
           example: { id: '6f1c2f9e-3c1a-4a57-9d0e-6a4b2b9f1e01', name: 'Spring release', description: '', version: '2.4.0', tags: ['web'], released_at: '2024-05-01T10:00:00.000Z', created_at: '2024-05-01T10:00:01.234Z' },
         },
         errors: [400, 401, 403, 409, 413, 415, 429, 503],
-        handler: idempotent(keys, 'createRelease', 201, ({ auth, body }) => createRelease(deps.db.client(), auth.orgId, body)),
-      }),
-      defineRoute<undefined, v.InferOutput<typeof releaseListQuerySchema>>({
+        handler: ({ auth, body }) => createRelease(deps.db.client(), auth.orgId, body),
+      })),
+      defineRoute({
         operationId: 'listReleases',
         method: 'GET',
         path: '/1.0/release',
@@ -50,7 +49,7 @@ export function releasesFeature(deps: AppDeps): Feature {
         errors: [400, 401, 403, 429, 503],
         handler: async ({ auth, query }) => ({ releases: await listReleases(deps.db.client(), auth.orgId, query) }),
       }),
-      defineRoute<v.InferOutput<typeof impactBodySchema>>({
+      defineRoute({
         operationId: 'releaseImpact',
         method: 'SEARCH',
         aliases: ['POST'],

@@ -1,4 +1,3 @@
-import * as v from 'valibot';
 import type { AppDeps } from '../server/context.ts';
 import { invalid } from '../errors.ts';
 import { UUID_PATTERN } from '../uuid.ts';
@@ -11,7 +10,6 @@ import { aggregationResultSchema, searchResultSchema, summarySchema, writeResult
 import { deletionResultSchema } from '../validation.ts';
 import { scopeOf } from './compile.ts';
 import { parseSurveyIds, queryScopeSchema, searchBodySchema, type QueryScopeBody } from './filters.ts';
-import type { GroupByRule } from './group-by.ts';
 import { parseResponseBatch } from './record.ts';
 import { responseBatchSchema } from './record-schema.ts';
 import { searchResponses } from './search.ts';
@@ -69,7 +67,7 @@ export function responsesFeature(deps: AppDeps): Feature {
   const deleter = new ResponseDeleter(() => deps.db, rollups, tombstones, deps.log);
   return {
     routes: [
-      defineRoute<v.InferOutput<typeof responseBatchSchema>>({
+      idempotent(keys, defineRoute({
         operationId: 'writeSurveyResponses',
         method: 'POST',
         path: '/1.0/survey/response',
@@ -81,8 +79,8 @@ export function responsesFeature(deps: AppDeps): Feature {
         body: { schema: responseBatchSchema, parse: (raw, auth) => parseResponseBatch(raw, auth.orgId), limitBytes, example: [EXAMPLE_RECORD] },
         success: { status: 200, description: 'Stored (inserted or replaced)', schema: writeResultSchema, example: { count: 1 } },
         errors: [400, 401, 403, 409, 413, 415, 429, 503],
-        handler: idempotent(keys, 'writeSurveyResponses', 200, async ({ auth, body }) => ({ count: await insertResponses(deps.db, auth.orgId, body, { rollups, tombstones, claims: claims() }) })),
-      }),
+        handler: async ({ auth, body }) => ({ count: await insertResponses(deps.db, auth.orgId, body, { rollups, tombstones, claims: claims() }) }),
+      })),
       defineRoute({
         operationId: 'deleteSurveyResponse',
         method: 'DELETE',
@@ -111,7 +109,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         errors: [400, 401, 403, 429, 503],
         handler: async ({ auth, params }) => answer({ status: 202, body: { deleted: await deleter.deleteRespondent(auth.orgId, uuidParam(params.respondent_id, 'respondent_id')) } }),
       }),
-      defineRoute<v.InferOutput<typeof searchBodySchema>>({
+      defineRoute({
         operationId: 'searchSurveyResponses',
         method: 'SEARCH',
         aliases: ['POST'],
@@ -131,7 +129,7 @@ export function responsesFeature(deps: AppDeps): Feature {
           return answer({ body: result, headers: watermarkHeader(watermark) });
         },
       }),
-      defineRoute<v.InferOutput<typeof queryScopeSchema>>({
+      defineRoute({
         operationId: 'exportSurveyResponses',
         method: 'SEARCH',
         aliases: ['POST'],
@@ -162,7 +160,7 @@ export function responsesFeature(deps: AppDeps): Feature {
           return answer({ status: 200, body: stream, headers: { 'content-type': EXPORT_CONTENT_TYPE[format], ...watermarkHeader(watermark) } });
         },
       }),
-      defineRoute<v.InferOutput<typeof queryScopeSchema>>({
+      defineRoute({
         operationId: 'summarizeSurveyResponses',
         method: 'SEARCH',
         aliases: ['POST'],
@@ -181,7 +179,7 @@ export function responsesFeature(deps: AppDeps): Feature {
           return answer({ body: summary, headers: watermarkHeader(watermark) });
         },
       }),
-      defineRoute<v.InferOutput<typeof aggregationBodySchema>>({
+      defineRoute({
         operationId: 'aggregateSurveyResponses',
         method: 'SEARCH',
         aliases: ['POST'],
@@ -212,7 +210,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         errors: READ_ERRORS,
         conditional: true,
         handler: async ({ auth, body, params }) => {
-          const request = { rules: body.group_by as GroupByRule[], metrics: body.metrics, compare: body.compare };
+          const request = { rules: body.group_by, metrics: body.metrics, compare: body.compare };
           const { result, watermark } = await aggregate(client(), readScope(auth.orgId, params, body), request);
           return answer({ body: result, headers: watermarkHeader(watermark) });
         },

@@ -5,6 +5,7 @@
  * and server/ never imports a feature: the composition root (src/routes.ts) hands it the tables.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import type { ParsedUrlQuery } from 'node:querystring';
 import type * as v from 'valibot';
 import type { Scope, TokenIdentity } from '../tokens/tokens.ts';
 
@@ -33,9 +34,13 @@ export interface RouteAnswer {
   headers?: Record<string, string>;
 }
 
-export interface BodySpec<Body> {
+/**
+ * The request body of a route: `Body` is what the handler receives, the schema's output unless a
+ * custom `parse` returns something else (the events' encoded chunk).
+ */
+export interface BodySpec<S extends v.GenericSchema = v.GenericSchema, Body = v.InferOutput<S>> {
   /** The valibot schema: validates, types the handler, feeds OpenAPI. */
-  schema: v.GenericSchema;
+  schema: S;
   /** Custom parsing (richer messages than the schema's), defaults to parseOrThrow(schema). */
   parse?: (raw: unknown, auth: TokenIdentity) => Body;
   /** Limit after decompression, bytes. */
@@ -78,7 +83,7 @@ export interface Route<Body = any, Query = any> {
    */
   scope: Scope | readonly [Scope, ...Scope[]] | null;
   rateLimit?: RateClass;
-  body?: BodySpec<Body>;
+  body?: BodySpec<v.GenericSchema, Body>;
   /** Query-string schema (values arrive as strings). */
   query?: v.GenericSchema;
   params?: Record<string, ParamSpec>;
@@ -106,8 +111,25 @@ export interface Feature {
   settle?(): Promise<void>;
 }
 
-/** Typed identity helper: `defineRoute<Body, Query>({...})` checks the handler against its input. */
-export function defineRoute<Body = unknown, Query = unknown>(route: Route<Body, Query>): Route<Body, Query> {
+/**
+ * A route as its feature writes it: the handler's `body` and `query` are typed from the schemas
+ * given beside it (or from `body.parse`), so no type is named twice and no handler casts.
+ */
+export type RouteDefinition<BodySchema extends v.GenericSchema, QuerySchema extends v.GenericSchema, Body, Query> =
+  Omit<Route<Body, Query>, 'body' | 'query'> & { body?: BodySpec<BodySchema, Body>; query?: QuerySchema };
+
+/**
+ * Checks a route and types its handler from its schemas. Without a body schema the handler's
+ * `body` is `undefined`; without a query schema its `query` is the query string as parsed. The
+ * result's types are NoInfer: a route table (`Route[]`, untyped) around the call must not feed
+ * `any` back into the handler's body.
+ */
+export function defineRoute<
+  BodySchema extends v.GenericSchema = v.GenericSchema<undefined>,
+  QuerySchema extends v.GenericSchema = v.GenericSchema<ParsedUrlQuery>,
+  Body = v.InferOutput<BodySchema>,
+  Query = v.InferOutput<QuerySchema>,
+>(route: RouteDefinition<BodySchema, QuerySchema, Body, Query>): Route<NoInfer<Body>, NoInfer<Query>> {
   return route;
 }
 

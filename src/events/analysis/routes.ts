@@ -1,9 +1,9 @@
 import type { AppDeps } from '../../server/context.ts';
 import { defineRoute, type Feature } from '../../server/route.ts';
 import { FUNNEL_EXAMPLE, RETENTION_EXAMPLE, STICKINESS_EXAMPLE, funnelResultSchema, retentionResultSchema, stickinessResultSchema } from './answers.ts';
-import { funnel, funnelBodySchema, funnelQueryOf, type FunnelBody } from './funnel.ts';
-import { retention, retentionBodySchema, retentionQueryOf, type RetentionBody } from './retention.ts';
-import { stickiness, stickinessBodySchema, stickinessQueryOf, type StickinessBody } from './stickiness.ts';
+import { funnel, funnelBodySchema, funnelQueryOf } from './funnel.ts';
+import { retention, retentionBodySchema, retentionQueryOf } from './retention.ts';
+import { stickiness, stickinessBodySchema, stickinessQueryOf } from './stickiness.ts';
 
 const ERRORS = [400, 401, 403, 413, 415, 429, 503] as const;
 
@@ -19,7 +19,7 @@ export function eventAnalysisFeature(deps: AppDeps): Feature {
   const client = () => deps.db.client();
   return {
     routes: [
-      defineRoute<FunnelBody>({
+      defineRoute({
         operationId: 'eventFunnel',
         method: 'SEARCH',
         aliases: ['POST'],
@@ -49,7 +49,7 @@ export function eventAnalysisFeature(deps: AppDeps): Feature {
         errors: ERRORS,
         handler: ({ auth, body }) => funnel(client(), funnelQueryOf(auth.orgId, body)),
       }),
-      defineRoute<RetentionBody>({
+      defineRoute({
         operationId: 'eventRetention',
         method: 'SEARCH',
         aliases: ['POST'],
@@ -76,7 +76,7 @@ export function eventAnalysisFeature(deps: AppDeps): Feature {
         errors: ERRORS,
         handler: ({ auth, body }) => retention(client(), retentionQueryOf(auth.orgId, body)),
       }),
-      defineRoute<StickinessBody>({
+      defineRoute({
         operationId: 'eventStickiness',
         method: 'SEARCH',
         aliases: ['POST'],

@@ -1,56 +1,55 @@
 import type { AppDeps } from '../../server/context.ts';
-import { answer, defineRoute, type Feature, type RouteInput } from '../../server/route.ts';
-import * as v from 'valibot';
+import { answer, defineRoute, type Feature } from '../../server/route.ts';
 import { jsonObject } from '../../validation.ts';
 import { EXPORT_CONTENT_TYPE, exportFormatOf } from '../../query/export.ts';
 import { EVENT_CSV_COLUMNS, exportEvents } from './export.ts';
 import { eventScopeEntries } from './filters.ts';
-import { aggregateEvents, eventAggregationBodySchema, type EventAggregationBody, type EventGroupByRule } from './aggregation.ts';
+import { aggregateEvents, eventAggregationBodySchema } from './aggregation.ts';
 import { userProfile } from './profile.ts';
 import { EVENT_RESULT_SCHEMAS } from './openapi.ts';
-import { eventScopeOf, eventSearchBodySchema, searchEvents, type EventSearchBody } from './search.ts';
+import { eventScopeOf, eventSearchBodySchema, searchEvents } from './search.ts';
 import { userAliasParam } from '../rows.ts';
 
 const READ_ERRORS = [400, 401, 403, 413, 415, 429, 503] as const;
 
 /** The export body: the scope of an event search, without size or cursor (every match is sent). */
 const eventExportBodySchema = jsonObject({ ...eventScopeEntries }, 'the event export body');
-type EventExportBody = v.InferOutput<typeof eventExportBodySchema>;
 
 /** The event reads: search, aggregation (each SEARCH also served as POST) and user profiles. */
 export function eventReadsFeature(deps: AppDeps): Feature {
   // A read's filters may hold 100 filters of 1000 values each, like the survey reads.
   const limitBytes = deps.config.bodyLimitBytes * 16;
   const client = () => deps.db.client();
-  const search = {
-    tag: 'events',
-    summary: 'Search events, newest timestamp first; next_cursor continues with no duplicate and no gap',
-    scope: 'events:read',
-    rateLimit: 'event read',
-    body: {
-      schema: eventSearchBodySchema,
-      limitBytes,
-      whenEmpty: {},
-      example: { size: 2, filters: [{ key: 'type', operator: 'eq', value: 'track' }, { key: 'property', property_key: 'plan', operator: 'eq', value: 'pro' }] },
-    },
-    success: { status: 200, description: '`{took, hits: {total: {value}, events}, next_cursor}`', ...EVENT_RESULT_SCHEMAS.search },
-    errors: READ_ERRORS,
-    handler: ({ auth, body }: RouteInput<EventSearchBody>) => searchEvents(client(), eventScopeOf(auth.orgId, body), body),
-  } as const;
+  // SEARCH /1.0/event is the search; its POST alias cannot share the path (POST /1.0/event sends
+  // events), so it is POST /1.0/event/search: the same route otherwise. OpenAPI has no SEARCH
+  // method and documents the POST.
+  const search = (where: { operationId: string; method: 'SEARCH' | 'POST'; path: string; description?: string }) =>
+    defineRoute({
+      ...where,
+      tag: 'events',
+      summary: 'Search events, newest timestamp first; next_cursor continues with no duplicate and no gap',
+      scope: 'events:read',
+      rateLimit: 'event read',
+      body: {
+        schema: eventSearchBodySchema,
+        limitBytes,
+        whenEmpty: {},
+        example: { size: 2, filters: [{ key: 'type', operator: 'eq', value: 'track' }, { key: 'property', property_key: 'plan', operator: 'eq', value: 'pro' }] },
+      },
+      success: { status: 200, description: '`{took, hits: {total: {value}, events}, next_cursor}`', ...EVENT_RESULT_SCHEMAS.search },
+      errors: READ_ERRORS,
+      handler: ({ auth, body }) => searchEvents(client(), eventScopeOf(auth.orgId, body), body),
+    });
   return {
     routes: [
-      // SEARCH /1.0/event is the search; its POST alias cannot share the path (POST /1.0/event
-      // sends events), so it is POST /1.0/event/search: the same route otherwise. OpenAPI has no
-      // SEARCH method and documents the POST.
-      defineRoute<EventSearchBody>({ ...search, operationId: 'searchEventsWithSearchMethod', method: 'SEARCH', path: '/1.0/event' }),
-      defineRoute<EventSearchBody>({
-        ...search,
+      search({ operationId: 'searchEventsWithSearchMethod', method: 'SEARCH', path: '/1.0/event' }),
+      search({
         operationId: 'searchEvents',
         method: 'POST',
         path: '/1.0/event/search',
         description: 'Also served as `SEARCH /1.0/event` (same body, scope, limits and answers).',
       }),
-      defineRoute<EventExportBody>({
+      defineRoute({
         operationId: 'exportEvents',
         method: 'SEARCH',
         aliases: ['POST'],
@@ -79,7 +78,7 @@ export function eventReadsFeature(deps: AppDeps): Feature {
           return answer({ status: 200, body: stream, headers: { 'content-type': EXPORT_CONTENT_TYPE[format] } });
         },
       }),
-      defineRoute<EventAggregationBody>({
+      defineRoute({
         operationId: 'aggregateEvents',
         method: 'SEARCH',
         aliases: ['POST'],
@@ -99,7 +98,7 @@ export function eventReadsFeature(deps: AppDeps): Feature {
         },
         success: { status: 200, description: '`{took, hits: {total: {value}}, unique_users?, aggregations}`', ...EVENT_RESULT_SCHEMAS.aggregation },
         errors: READ_ERRORS,
-        handler: ({ auth, body }) => aggregateEvents(client(), eventScopeOf(auth.orgId, body), body.group_by as EventGroupByRule[], body.metrics),
+        handler: ({ auth, body }) => aggregateEvents(client(), eventScopeOf(auth.orgId, body), body.group_by, body.metrics),
       }),
       defineRoute({
         operationId: 'getUserProfile',
