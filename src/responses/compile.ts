@@ -7,6 +7,7 @@
  */
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { DT64, ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
+import { TenantOrg } from '../clickhouse/tenant.ts';
 import { scalarAsNumber, textBeforeAfterSql } from '../query/filter-args.ts';
 import type { FilterNode, QueryScopeBody, Scalar } from './filters.ts';
 import { pageWindowAnchor, smallestWindowHolding, windowCountColumns, windowStartsBefore } from '../query/page-windows.ts';
@@ -44,9 +45,9 @@ export function scopeOf(orgId: string, surveyIds: Scope['surveyIds'], body: Quer
  * texts ('YYYY-MM-DD HH:MM:SS.ffffff', as rangeSchema produces them).
  */
 export function compileScope(scope: Scope, bag: ParamBag): string {
-  const org = bag.add(scope.orgId, 'UUID');
+  const org = new TenantOrg(scope.orgId, bag);
   const extra = scope.surveyIds !== '*' ? [`survey_id IN ${bag.add(scope.surveyIds, 'Array(UUID)')}`] : [];
-  return compileScopeWhere(scope, bag, { org, time: 'created_at', extra, filter: (f) => compileFilter(f, bag) });
+  return compileScopeWhere(scope, bag, { org, table: 'survey_responses', time: 'created_at', extra, filter: (f) => compileFilter(f, bag) });
 }
 
 /**
