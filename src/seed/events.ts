@@ -15,6 +15,7 @@ import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { TALLYHOUSE_ID_NAMESPACE } from '../events/rows.ts';
+import { NIL_UUID } from '../uuid.ts';
 
 export const EVENT_SEED_LIMITS = { min: 1, max: 1_000_000_000 } as const;
 
@@ -96,7 +97,7 @@ SELECT *,
   if(context_locale != '', ${pick('{zones:Array(String)}', 20)}, '') AS context_timezone,
   if(is_group, ${pick('{group_types:Array(String)}', 21)}, '') AS group_type,
   if(is_group, concat(group_type, '-', toString(1 + ${h(22)} % {groups:UInt32})), '') AS group_name,
-  if(is_group, ${uuidV5(`concat('["group","', toString({org:UUID}), '",', toJSONString(group_type), ',', toJSONString(group_name), ']')`)}, toUUID('00000000-0000-0000-0000-000000000000')) AS group_id,
+  if(is_group, ${uuidV5(`concat('["group","', toString({org:UUID}), '",', toJSONString(group_type), ',', toJSONString(group_name), ']')`)}, toUUID('${NIL_UUID}')) AS group_id,
   if(type = 'page', concat('https://app.example.com/', section, '/', toString(${h(23)} % 100000)), '') AS url,
   if(type = 'screen', ${pick('{screens:Array(String)}', 24)}, '') AS screen_name,
   if(type = 'copilot', ${pick('{agents:Array(String)}', 25)}, '') AS agent_id,

@@ -15,6 +15,7 @@ import { TABLE_SIZE } from './distributions.ts';
 import { END_REASONS, QuestionKind } from './plan.ts';
 import { PLATFORMS } from './vocabulary.ts';
 import { DT64 } from '../clickhouse/sql.ts';
+import { NIL_UUID } from '../uuid.ts';
 
 /** Hash of a salt and keys, mixed with the run constant `s` (or the people constant `p`). */
 const h = (...keys: (string | number)[]) => `cityHash64(s, ${keys.join(', ')})`;
@@ -235,7 +236,7 @@ const unlessSet = (isSet: string, member: string, json: string) => `if(${isSet},
 const docJson = `concat(
     '{"doc_type":"response"',
     ${unlessSet('notEmpty(respondent_aliases)', 'respondent_aliases', "'[]'")},
-    ${unlessSet(`scenario_id != toUUID('00000000-0000-0000-0000-000000000000')`, 'scenario_id', '\'"00000000-0000-0000-0000-000000000000"\'')},
+    ${unlessSet(`scenario_id != toUUID('${NIL_UUID}')`, 'scenario_id', `'"${NIL_UUID}"'`)},
     ${unlessSet("language != ''", 'language', "'\"\"'")}, ${unlessSet("locale != ''", 'locale', "'\"\"'")},
     ',"question_id_path":', ${path('qShort')}, ',"question_correlation_id_path":', ${path('qCorrShort')},
     ',"action_id_path":', ${path('aShort')}, ',"action_correlation_id_path":', ${path('aCorrShort')},
