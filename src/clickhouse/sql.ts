@@ -25,7 +25,7 @@ export const DT64 = "DateTime64(6, 'UTC')";
 
 /**
  * Parameters travel in the body of the engine's HTTP request (multipart/form-data: the client's
- * `use_multipart_params_auto`, set in connection.ts), not in its URL, which the engine caps at
+ * `use_multipart_params_auto`, set in database.ts), not in its URL, which the engine caps at
  * 1 MiB (30 filters of 1000 UUIDs failed with "URI too long"). The engine still caps each form
  * field at 131,072 bytes ("Field value too long": one alias `in` of 200 values of 1000 chars), so
  * no single parameter may pass this bound; arrays are split below it (ParamBag.add).

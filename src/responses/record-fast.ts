@@ -1,5 +1,5 @@
 /**
- * The fast path of `POST /1.0/survey/response`: the record schema of record.ts, checked by hand in
+ * The fast path of `POST /1.0/survey/response`: the record schema of record-schema.ts, checked by hand in
  * one walk of the parsed body, building the same output (same keys, same order, same values).
  *
  * valibot stays the contract: it feeds the OpenAPI document and words every 400. This walk only
@@ -40,7 +40,7 @@ function text(x: Json, max: number): string {
 }
 
 /**
- * record.ts's `timestamp`: the API form. Text already in that form (`YYYY-MM-DDTHH:MM:SS.ffffffZ`
+ * record-schema.ts's `timestamp`: the API form. Text already in that form (`YYYY-MM-DDTHH:MM:SS.ffffffZ`
  * of a storable year) is its own output, as formatApi(parseIsoMicros(text)) would give.
  */
 function timestamp(x: Json): string {
@@ -74,7 +74,7 @@ function valueMembers(out: Obj, input: Obj, vsAlongside: boolean): void {
   put(out, input, 'v_s', (x) => text(x, 10_000));
   put(out, input, 'v_b', bool);
   put(out, input, 'v_d', finiteNumber);
-  // typedValueProblem (record.ts): the member t names is there, and no other but v_s beside it in an answer.
+  // typedValueProblem (record-schema.ts): the member t names is there, and no other but v_s beside it in an answer.
   const wanted = t === 0 ? 'v_s' : t === 1 ? 'v_b' : 'v_d';
   if (out[wanted] === undefined) fail();
   if (t !== 0 && out.v_s !== undefined && !vsAlongside) fail();
@@ -162,7 +162,7 @@ function responseRecord(x: Json, orgId: string): ResponseRecord {
   out.created_at = timestamp(required(x, 'created_at'));
   out.updated_at = timestamp(required(x, 'updated_at'));
   put(out, x, 'last_answer_at', nullable(optionalTimestamp));
-  // The record's two checks (record.ts): an active response has no end reason and no end.
+  // The record's two checks (record-schema.ts): an active response has no end reason and no end.
   if (out.active && (out.end_reason || out.ended_at)) fail();
   return out as unknown as ResponseRecord;
 }

@@ -83,7 +83,7 @@ const lowerCase = (id: string) => id === id.toLowerCase();
 /** No lone UTF-16 surrogate (a column stores one as U+FFFD). */
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 const wellFormed = (s: string) => !LONE_SURROGATE.test(s);
-/** `YYYY-MM-DD HH:MM:SS.ffffff` -> `YYYY-MM-DDTHH:MM:SS.ffffffZ` (the API form, record.ts). */
+/** `YYYY-MM-DD HH:MM:SS.ffffff` -> `YYYY-MM-DDTHH:MM:SS.ffffffZ` (the API form, record-schema.ts). */
 const apiTime = (db: string) => `${db.slice(0, 10)}T${db.slice(11)}Z`;
 
 /** Whether the columns give the member back exactly (see the module comment). */
