@@ -36,7 +36,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Logger } from '../../log.ts';
 import { recomputeSlices } from './maintain.ts';
-import { HEARTBEAT_MS, newSelf, startedOf, writeOwner, type Self } from './owners.ts';
+import { HEARTBEAT_MS, newSelf, writeOwner, type Self } from './owners.ts';
 import { addMarks } from './pending.ts';
 import type { HourSlice } from './slices.ts';
 import { takeOverDeadOwners } from './takeover.ts';
@@ -69,8 +69,9 @@ export class RollupMaintainer {
   private inFlight = 0;
   private readonly inFlightWaiters: Array<() => void> = [];
   readonly self: Self = newSelf();
-  /** The engine's `started` of this owner, once registered. */
-  private started: string | null = null;
+  /** When this owner started (this machine's clock: it only orders the successor candidates, the same for every reader). */
+  private readonly started = new Date().toISOString().replace('T', ' ').replace('Z', '');
+  private registered = false;
   private registering: Promise<void> | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private checking: NodeJS.Timeout | undefined;
@@ -91,7 +92,7 @@ export class RollupMaintainer {
    */
   start(): void {
     if (this.heartbeat || this.closing) return;
-    const beat = () => this.runBackground('heartbeat', () => (this.started === null ? this.register() : writeOwner(this.client(), this.self, 'running', this.started)));
+    const beat = () => this.runBackground('heartbeat', () => (this.registered ? writeOwner(this.client(), this.self, 'running', this.started) : this.register()));
     const check = () => this.runBackground('takeover', () => this.takeOver());
     this.heartbeat = setInterval(beat, HEARTBEAT_MS).unref();
     this.checking = setInterval(check, TAKEOVER_MS).unref();
@@ -120,10 +121,9 @@ export class RollupMaintainer {
   }
 
   private register(): Promise<void> {
-    this.registering ??= (async () => {
-      await writeOwner(this.client(), this.self, 'running', null);
-      this.started = await startedOf(this.client(), this.self.owner);
-    })().catch((err) => {
+    this.registering ??= writeOwner(this.client(), this.self, 'running', this.started).then(() => {
+      this.registered = true;
+    }, (err) => {
       this.registering = undefined;
       throw err;
     });
@@ -211,7 +211,7 @@ export class RollupMaintainer {
     // Recorded stopped only once no mark of this owner can change: the round may still be taking
     // its marks back when it did not end (then the pid check of the next start on this machine
     // finds it dead once it has exited).
-    if (!ended || this.started === null) return;
+    if (!ended || !this.registered) return;
     try {
       await writeOwner(this.client(), this.self, 'stopped', this.started, AbortSignal.timeout(ABANDON_WAIT_MS));
     } catch (err) {

@@ -37,7 +37,7 @@ export interface OwnerRow {
   machine: string;
   pid: number;
   pidStart: string;
-  /** Engine time, 'YYYY-MM-DD hh:mm:ss.mmm' (orders as text). */
+  /** When the process started, 'YYYY-MM-DD hh:mm:ss.mmm' (orders as text). */
   started: string;
   /** Milliseconds since the row was last refreshed, by the engine's clock. */
   ageMs: number;
@@ -111,13 +111,13 @@ export function judgeOwners(rows: readonly OwnerRow[], self: Self, alive: (pid: 
   return { dead, successor: candidates[0].owner };
 }
 
-/** Writes the owner's row: registration, heartbeat, stop, taken over (the engine's clock). */
-export async function writeOwner(client: ClickHouseClient, self: Self, state: OwnerState, started: string | null, signal?: AbortSignal): Promise<void> {
+/** Writes the owner's row: registration, heartbeat, stop, taken over (`seen` by the engine's clock). */
+export async function writeOwner(client: ClickHouseClient, self: Self, state: OwnerState, started: string, signal?: AbortSignal): Promise<void> {
   await client.command({
     query:
       'INSERT INTO survey_rollup_owners (owner, machine, pid, pid_start, started, seen, state) ' +
-      `SELECT {owner:UUID}, {machine:String}, {pid:UInt32}, {pid_start:String}, ${started === null ? "now64(3, 'UTC')" : "{started:DateTime64(3, 'UTC')}"}, now64(3, 'UTC'), {state:String}`,
-    query_params: { owner: self.owner, machine: self.machine, pid: self.pid, pid_start: self.pidStart, started: started ?? undefined, state },
+      "SELECT {owner:UUID}, {machine:String}, {pid:UInt32}, {pid_start:String}, {started:DateTime64(3, 'UTC')}, now64(3, 'UTC'), {state:String}",
+    query_params: { owner: self.owner, machine: self.machine, pid: self.pid, pid_start: self.pidStart, started, state },
     abort_signal: signal,
   });
 }
@@ -134,15 +134,4 @@ export async function readOwners(client: ClickHouseClient): Promise<OwnerRow[]> 
   return (await rs.json<{ owner: string; machine: string; pid: number; pid_start: string; started: string; age_ms: string; state: OwnerState }>()).map((r) => ({
     owner: r.owner, machine: r.machine, pid: Number(r.pid), pidStart: r.pid_start, started: r.started, ageMs: Number(r.age_ms), state: r.state,
   }));
-}
-
-/** The started time of one owner (as registered), or null before its row is visible. */
-export async function startedOf(client: ClickHouseClient, owner: string): Promise<string | null> {
-  const rs = await client.query({
-    query: 'SELECT toString(min(started)) AS started, count() AS n FROM survey_rollup_owners WHERE owner = {owner:UUID}',
-    query_params: { owner },
-    format: 'JSONEachRow',
-  });
-  const [row] = await rs.json<{ started: string; n: string }>();
-  return row && Number(row.n) > 0 ? row.started : null;
 }
