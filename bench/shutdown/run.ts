@@ -131,9 +131,9 @@ async function oneRun(i: number) {
     agent.destroy();
     const ids = acked.flat();
     const { stored, pending } = await readStopped(dataDir, async (q) => ({
-      // In chunks: the engine refuses a form field past ~1 MB.
-      stored: (await Promise.all(Array.from({ length: Math.ceil(ids.length / 5000) }, (_, c) =>
-        q('SELECT count() FROM survey_responses FINAL WHERE org_id = {org:UUID} AND id IN {ids:Array(UUID)}', { org: orgId, ids: ids.slice(c * 5000, (c + 1) * 5000) })))).reduce((a, b) => a + b, 0),
+      // In chunks: the engine refuses a form field past ~100 KB.
+      stored: (await Promise.all(Array.from({ length: Math.ceil(ids.length / 1000) }, (_, c) =>
+        q('SELECT count() FROM survey_responses FINAL WHERE org_id = {org:UUID} AND id IN {ids:Array(UUID)}', { org: orgId, ids: ids.slice(c * 1000, (c + 1) * 1000) })))).reduce((a, b) => a + b, 0),
       pending: await q(pendingSql, { org: orgId }),
     }));
     let takeoverMs: number | undefined;
