@@ -99,6 +99,12 @@ async function readStopped<T>(dataDir: string, fn: (q: (sql: string, params?: Re
 
 const pendingSql = 'SELECT toInt64(countIf(p != 0)) FROM (SELECT sum(pending) AS p FROM survey_rollup_pending WHERE org_id = {org:UUID} GROUP BY survey_id, hour)';
 
+/** Record n created in one of the last 168 hours, so that every batch marks (and recomputes) most of them. */
+function spread<T extends { created_at: string }>(record: T, n: number): T {
+  const at = new Date(Date.now() - ((n * 7919) % 168) * 3_600_000 - (n % 3_600_000)).toISOString().replace('Z', '001Z');
+  return { ...record, created_at: at, updated_at: at, ended_at: at, last_answer_at: at };
+}
+
 async function oneRun(i: number) {
   const dataDir = mkdtempSync(join(os.tmpdir(), 'tallyhouse-shutdown-'));
   try {
@@ -114,7 +120,7 @@ async function oneRun(i: number) {
     let signalAt = 0;
     const loops = Promise.all(Array.from({ length: opts.clients }, async () => {
       while (!stop) {
-        const records = Array.from({ length: opts.batch }, () => responseRecord(orgId, surveyId, Date.now(), n++));
+        const records = Array.from({ length: opts.batch }, () => spread(responseRecord(orgId, surveyId, Date.now(), n), n++));
         const status = await post(agent, svc.url, token, Buffer.from(JSON.stringify(records)));
         if (status === 200) acked.push(records.map((r) => r.id));
         else return;
