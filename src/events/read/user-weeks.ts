@@ -98,8 +98,8 @@ export function compileUsersFromWeeks(scope: EventScope, plan: HistogramPlan): C
     const bucketMasks = bag.add(masks.masks, 'Array(Array(UInt256))');
     // GROUP BY the projection's keys, so that the engine answers it from event_user_weeks.
     const perWeek =
-      `SELECT ${WEEK_SQL} AS week, ${WEEK_USER_SQL} AS user, groupBitOr(${HOUR_BIT_SQL}) AS hours FROM events ` +
-      `WHERE org_id = ${source.org} AND anonymous = 0 AND ${WEEK_SQL} >= ${bag.add(masks.weeks[0], 'UInt32')} ` +
+      `SELECT ${WEEK_SQL} AS week, ${WEEK_USER_SQL} AS user, groupBitOr(${HOUR_BIT_SQL}) AS hours ` +
+      `${source.org.from('events')} AND anonymous = 0 AND ${WEEK_SQL} >= ${bag.add(masks.weeks[0], 'UInt32')} ` +
       `AND ${WEEK_SQL} <= ${bag.add(masks.weeks[masks.weeks.length - 1], 'UInt32')} GROUP BY ${WEEK_SQL}, ${WEEK_USER_SQL}`;
     const inBuckets = `arrayReduce('groupBitOr', arrayMap((m, b) -> if(bitAnd(hours, m) != 0, ${bit('b')}, toUInt128(0)), ${bucketMasks}[i], ${buckets}[i]))`;
     parts.push(`SELECT user, ${inBuckets} AS buckets FROM (${perWeek}) ARRAY JOIN [indexOf(${weeks}, week)] AS i`);
