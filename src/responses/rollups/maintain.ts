@@ -19,9 +19,9 @@ const DT = "DateTime64(6, 'UTC')";
  */
 const SLICES_PER_STATEMENT = 1000;
 /**
- * Up to this many ranges are OR-ed for the primary key; past it, one [min, max) range. 1000 OR-ed
- * ranges (a batch spread over months) made the key analysis itself the cost: a 1000-record batch
- * over 90 days of a 1M org did not finish its recompute in 74 s, and a 10-year seed timed out.
+ * Up to this many ranges are OR-ed for the primary key; past it, one [min, max) range: with
+ * hundreds of OR-ed ranges (a batch spread over months) the key analysis itself becomes the cost
+ * (bench/responses-write/README.md, "Figures behind the schema and the code").
  */
 const MAX_KEY_RANGES = 64;
 

@@ -8,10 +8,10 @@
  * slice from the rollup only while its marks sum to 0 (read.ts), so every answer after the 200
  * is exact whether or not the recompute has run yet; what the recompute buys is speed.
  *
- * Why not in the write's path (as before): the three recompute statements (hour, day, month, each
- * an INSERT ... SELECT over FINAL) cost more engine CPU than the write itself, per batch and
- * whatever its size (measured: ~300 ms of engine CPU for 30 records, of which the INSERT is 22);
- * a stream of batches into the same hours recomputed the same slices once per batch. Here a
+ * Why not in the write's path: the three recompute statements (hour, day, month, each an
+ * INSERT ... SELECT over FINAL) cost more engine CPU than the write itself, per batch and whatever
+ * its size (bench/responses-write/README.md, "Figures behind the schema and the code"), and a
+ * stream of batches into the same hours would recompute the same slices once per batch. Here a
  * round covers every batch that arrived during the previous one.
  *
  * Pacing: under a writer that never pauses, rounds would run back to back, each re-reading every
