@@ -100,15 +100,19 @@ try {
   // queries were answered from can be told apart (system.query_log.projections).
   const DIRECT = 'bench-events-direct';
   const projectionsUsed = async (fromMs: number): Promise<string> => {
-    await svc.client.command({ query: 'SYSTEM FLUSH LOGS' });
-    const used = await (await svc.client.query({
-      query: "SELECT arrayJoin(if(empty(projections), ['(rows)'], projections)) AS p, count() AS n FROM system.query_log " +
-        "WHERE type = 'QueryFinish' AND query_kind = 'Select' AND log_comment != {direct:String} AND has(tables, currentDatabase() || '.events') " +
-        'AND event_time_microseconds >= fromUnixTimestamp64Milli({from:Int64}) GROUP BY p ORDER BY p',
-      query_params: { direct: DIRECT, from: Math.floor(fromMs) },
-      format: 'JSONEachRow',
-    })).json<{ p: string; n: string }>();
-    return used.map((r) => `${r.p.replace(/^.*\./, '')} x${r.n}`).join(', ');
+    const read = async () => {
+      await svc.client.command({ query: 'SYSTEM FLUSH LOGS' });
+      return (await svc.client.query({
+        query: "SELECT arrayJoin(if(empty(projections), ['(rows)'], projections)) AS p, count() AS n FROM system.query_log " +
+          "WHERE type = 'QueryFinish' AND query_kind = 'Select' AND log_comment != {direct:String} AND has(tables, currentDatabase() || '.events') " +
+          'AND event_time_microseconds >= fromUnixTimestamp64Milli({from:Int64}) GROUP BY p ORDER BY p',
+        query_params: { direct: DIRECT, from: Math.floor(fromMs) },
+        format: 'JSONEachRow',
+      })).json<{ p: string; n: string }>();
+    };
+    // The engine creates system.query_log at a flush after its first query: one retry.
+    const used = await read().catch(() => new Promise((r) => setTimeout(r, 3000)).then(read)).catch(() => undefined);
+    return used ? used.map((r) => `${r.p.replace(/^.*\./, '')} x${r.n}`).join(', ') : 'unknown (no query_log)';
   };
   const engineCpuMs = () => (cpuSeconds(svc.enginePid()) ?? NaN) * 1000;
   const askEngine = async (sqls: string[], i: number): Promise<{ ms: number; cpu: number }> => {
