@@ -20,11 +20,12 @@ import { bucketIndex, MICROS_PER_HOUR, type HistogramPlan } from '../../query/hi
 import { bucketIndexSql } from '../../query/histogram-sql.ts';
 import { HOUR_SECONDS_SQL, hoursSource, planEdges, secondsOf, splitScopeHours, type HourSplit } from './hours.ts';
 import { EventSource, type EventScope } from './source.ts';
+import { NIL_UUID } from '../../uuid.ts';
 
 const HOURS_PER_WEEK = 168n;
 /** The projection's keys and mask, written as in schema/091 so that the engine matches them. */
 const WEEK_SQL = 'intDiv(toUnixTimestamp(timestamp), 604800)';
-const WEEK_USER_SQL = "if(anonymous = 1, toUUID('00000000-0000-0000-0000-000000000000'), user_id)";
+const WEEK_USER_SQL = `if(anonymous = 1, toUUID('${NIL_UUID}'), user_id)`;
 const HOUR_BIT_SQL = 'bitShiftLeft(toUInt256(1), intDiv(toUnixTimestamp(timestamp), 3600) % 168)';
 /** Above this many weeks of whole hours (about 19 years) the rows answer: the masks would outgrow the parameters. */
 export const MAX_MASK_WEEKS = 1000;
