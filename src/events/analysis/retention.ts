@@ -94,17 +94,16 @@ const micros = (t: string | undefined) => (t === undefined ? undefined : parseIn
  * period (one OR per event) when the range is bounded and its periods plus N fit in 64, else the
  * set of period numbers (an array per user).
  */
-function returnPeriods(q: RetentionQuery, bag: ParamBag): { aggregate: string; none: string; has: (offset: string) => string } {
+function returnPeriods(q: RetentionQuery, bag: ParamBag): { aggregate: string; has: (offset: string) => string } {
   const [from, to] = [micros(q.range?.start), micros(q.range?.end)];
   if (from !== undefined && to !== undefined && periodIndex(to, q.period) - periodIndex(from, q.period) + q.periods < 64) {
     const base = bag.add(periodIndex(from, q.period), 'Int32');
     return {
       aggregate: `groupBitOrIf(bitShiftLeft(toUInt64(1), p - ${base}), rt)`,
-      none: 'toUInt64(0)',
       has: (offset) => `bitTest(rp, c - ${base} + ${offset})`,
     };
   }
-  return { aggregate: 'groupUniqArrayIf(p, rt)', none: "CAST([], 'Array(Int32)')", has: (offset) => `has(rp, c + ${offset})` };
+  return { aggregate: 'groupUniqArrayIf(p, rt)', has: (offset) => `has(rp, c + ${offset})` };
 }
 
 export function compileRetention(q: RetentionQuery): CompiledQuery {
@@ -126,8 +125,7 @@ export function compileRetention(q: RetentionQuery): CompiledQuery {
   const users = perUserSql(q, scan, {
     known: `minIf(p, st) AS c, ${returns.aggregate} AS rp`,
     having: 'c != 0',
-    // One event: its period is its cohort's, so it is never a return.
-    anonymous: `p AS c, ${returns.none} AS rp`,
+    // An anonymous user is one event: its period is its cohort's, so it is never a return.
     anonymousWhere: 'st',
   });
   const n = bag.add(q.periods, 'UInt32');

@@ -4,10 +4,10 @@
  * on.
  *
  * Users: events are counted per user_id, the stable id of the user's alias; an anonymous event
- * (sent without `user_alias`) has a user id of its own, so it is one user with one event. Known
- * users are grouped (one row per user with their events in order); each anonymous event is its
- * own row at once, without the GROUP BY: grouping ids that never repeat would cost one hash entry
- * per anonymous event for nothing. Both kinds of rows then go through the same SQL.
+ * (sent without `user_alias`) has a user id of its own (a random UUID v4, never a known user's v5
+ * id), so it is one user with one event. Both kinds are grouped by user_id in one read of the
+ * table; only the anonymous events that can count (a first step, a start event) are grouped, since
+ * each is a hash entry of its own.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
@@ -98,18 +98,17 @@ export function scanUserColumns(scope: AnalysisScope): string {
 
 /**
  * One row per user (`user_id, user_alias, anonymous` and the columns given), from `scan` (a SELECT
- * starting with scanUserColumns): known users grouped by user_id with the aggregate columns
- * `known` (and `having`), each anonymous event (that passes `anonymousWhere`) a row of its own with
- * the plain columns `anonymous`, which compute the same values for a user of one event.
+ * starting with scanUserColumns), in one GROUP BY user_id over one read of the table: the
+ * aggregate columns `known` (and `having`) are computed for known users and anonymous users alike
+ * (an anonymous user is one event, and the aggregates give it the values its one event defines).
+ * Only the anonymous events that pass `anonymousWhere` are grouped: the others are users who count
+ * nowhere, and each would cost a hash entry.
  */
-export function perUserSql(scope: AnalysisScope, scan: string, columns: { known: string; anonymous: string; having?: string; anonymousWhere?: string }): string {
+export function perUserSql(scope: AnalysisScope, scan: string, columns: { known: string; having?: string; anonymousWhere?: string }): string {
   const having = columns.having ? ` HAVING ${columns.having}` : '';
-  const anonymousWhere = columns.anonymousWhere ? ` AND ${columns.anonymousWhere}` : '';
+  const where = columns.anonymousWhere ? ` WHERE anon = 0 OR (${columns.anonymousWhere})` : '';
   const alias = needsAlias(scope) ? 'any(alias)' : "''";
-  return (
-    `SELECT user_id, ${alias} AS user_alias, toUInt8(0) AS anonymous, ${columns.known} FROM (${scan}) WHERE anon = 0 GROUP BY user_id${having} ` +
-    `UNION ALL SELECT user_id, alias AS user_alias, toUInt8(1) AS anonymous, ${columns.anonymous} FROM (${scan}) WHERE anon = 1${anonymousWhere}`
-  );
+  return `SELECT user_id, ${alias} AS user_alias, max(anon) AS anonymous, ${columns.known} FROM (${scan})${where} GROUP BY user_id${having}`;
 }
 
 /** The UTC period functions: a period's start, and a number that grows by one per period. */
