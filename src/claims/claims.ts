@@ -43,6 +43,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { hash } from 'node:crypto';
 import { ParamBag } from '../clickhouse/sql.ts';
+import { orgsCondition, type TenantTable } from '../clickhouse/tenant.ts';
 import { formatDbDate } from '../time/iso.ts';
 import { ClaimFilter, type FilterStats } from './filter.ts';
 
@@ -63,7 +64,7 @@ export function claimKey(...parts: string[]): ClaimKey {
 /** Where a kind of claim lives. Every SQL fragment comes from code, never from input. */
 export interface ClaimTable {
   /** The table (`enable_block_number_column = 1`). */
-  table: string;
+  table: TenantTable;
   /** SQL: the row's claim key, FixedString(16). */
   key: string;
   /** SQL: whether the row is a claim (`1` when every row is). */
@@ -198,10 +199,10 @@ export class ClaimView {
   }
 
   /**
-   * The claims among `keys` in the window, by key (the confirming lookup). `scope` narrows the
-   * read with a condition the caller knows every claim of these keys meets (its organizations).
+   * The claims among `keys` in the window, by key (the confirming lookup). `orgs` narrows the read
+   * to the organizations the caller knows every claim of these keys belongs to.
    */
-  async lookup(client: ClickHouseClient, keys: readonly ClaimKey[], scope?: (p: ParamBag) => string): Promise<StoredClaim[]> {
+  async lookup(client: ClickHouseClient, keys: readonly ClaimKey[], orgs?: readonly string[]): Promise<StoredClaim[]> {
     if (keys.length === 0) return [];
     const p = new ParamBag();
     const s = this.source;
@@ -213,7 +214,7 @@ export class ClaimView {
       conditions.push(`${s.claimedAt} >= ${at}`);
       if (s.prune) conditions.push(s.prune(at));
     }
-    if (scope) conditions.push(scope(p));
+    if (orgs) conditions.push(orgsCondition(s.table, orgs, p));
     // Through a Distributed table (cluster mode) `_block_number` cannot be read: 0, and the order is not commit order.
     const block = this.options.clustered ? '0' : 'toString(_block_number)';
     return this.claims(client, `SELECT hex(${s.key}), toString(${s.rowId}), toString(${s.scope}), ${block} FROM ${s.table} WHERE ${conditions.join(' AND ')}`, p);

@@ -7,14 +7,22 @@
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { localName } from './cluster-ddl.ts';
 import type { Database } from './connection.ts';
+import { ParamBag } from './sql.ts';
+import { TenantOrg, type TenantTable } from './tenant.ts';
 
 const DELETE_SETTINGS: ClickHouseSettings = {
   // Return once the rows are masked on every replica of the shard, not just queued.
   lightweight_deletes_sync: '2',
 };
 
-/** `table` and `where` come from code (identifiers allow-listed by the caller); values are parameters. */
-export async function deleteWhere(db: Database, table: string, where: string, params: Record<string, unknown>): Promise<void> {
+/**
+ * Deletes the rows of one organization that meet `condition` (SQL from code, its values added to
+ * the bag as parameters); the organization condition comes from the tenant guard.
+ */
+export async function deleteWhere(db: Database, table: TenantTable, orgId: string, condition: (bag: ParamBag) => string): Promise<void> {
+  const bag = new ParamBag();
+  const where = `${new TenantOrg(orgId, bag).condition(table)} AND ${condition(bag)}`;
+  const params = bag.toParams();
   if (!db.cluster) {
     await db.client().command({ query: `DELETE FROM ${table} WHERE ${where}`, query_params: params, clickhouse_settings: DELETE_SETTINGS });
     return;

@@ -11,6 +11,8 @@
  */
 
 const MIN_CAPACITY = 4096;
+/** Strings shorter than this (and below 128 bytes, so a one-byte length) take `string`'s ASCII loop. */
+const SHORT_STRING = 64;
 
 /** Position in a UUID text of the first digit of byte i (0..15). */
 const DIGIT_AT = Array.from({ length: 16 }, (_, i) => 2 * i + (i >= 4 ? 1 : 0) + (i >= 6 ? 1 : 0) + (i >= 8 ? 1 : 0) + (i >= 10 ? 1 : 0));
@@ -88,9 +90,12 @@ export class RowBinaryWriter {
   uuidBytes(b: Uint8Array, from = 0): void {
     this.room(16);
     const out = this.buf;
-    for (let i = 0; i < 8; i++) out[this.at + i] = b[from + 7 - i];
-    for (let i = 0; i < 8; i++) out[this.at + 8 + i] = b[from + 15 - i];
-    this.at += 16;
+    const at = this.at;
+    for (let i = 0; i < 8; i++) {
+      out[at + i] = b[from + 7 - i];
+      out[at + 8 + i] = b[from + 15 - i];
+    }
+    this.at = at + 16;
   }
 
   /** An empty String (one byte). */
@@ -139,7 +144,26 @@ export class RowBinaryWriter {
    * back in the rare case the real length needs a shorter prefix.
    */
   string(s: string): number {
-    const max = s.length * 3;
+    const len = s.length;
+    // Short ASCII text (names, ids, aliases: most strings of a row) is copied a character at a
+    // time: one byte each, a one-byte length, and no call into the native encoder.
+    if (len < SHORT_STRING) {
+      this.room(len + 1);
+      const buf = this.buf;
+      const start = this.at + 1;
+      let i = 0;
+      for (; i < len; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) break;
+        buf[start + i] = c;
+      }
+      if (i === len) {
+        buf[this.at] = len;
+        this.at = start + len;
+        return len;
+      }
+    }
+    const max = len * 3;
     const width = varintWidth(max);
     this.room(width + max);
     const start = this.at + width;

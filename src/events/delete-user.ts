@@ -8,6 +8,8 @@
  */
 import type { Database } from '../clickhouse/connection.ts';
 import { deleteWhere } from '../clickhouse/delete.ts';
+import { ParamBag } from '../clickhouse/sql.ts';
+import { TenantOrg } from '../clickhouse/tenant.ts';
 import { forgetCachedAnswers } from '../clickhouse/result-cache.ts';
 import { userIdForAlias } from './rows.ts';
 import { READ_SETTINGS } from '../query/settings.ts';
@@ -18,16 +20,19 @@ const TABLES = ['events', 'user_properties', 'group_memberships'] as const;
 export async function deleteUser(db: Database, orgId: string, alias: string): Promise<number> {
   const userId = userIdForAlias(orgId, alias);
   const client = db.client();
-  const params = { org: orgId, user: userId };
-  const where = 'org_id = {org:UUID} AND user_id = {user:UUID}';
+  const bag = new ParamBag();
+  const org = new TenantOrg(orgId, bag);
+  const user = `user_id = ${bag.add(userId, 'UUID')}`;
   const rs = await client.query({
-    query: `SELECT (SELECT count() FROM events WHERE ${where}) + (SELECT count() FROM user_properties FINAL WHERE ${where}) + (SELECT count() FROM group_memberships FINAL WHERE ${where} AND NOT is_deleted) AS n`,
-    query_params: params,
+    query:
+      `SELECT (SELECT count() ${org.from('events')} AND ${user}) + (SELECT count() ${org.from('user_properties', { final: true })} AND ${user}) + ` +
+      `(SELECT count() ${org.from('group_memberships', { final: true })} AND ${user} AND NOT is_deleted) AS n`,
+    query_params: bag.toParams(),
     format: 'JSONEachRow',
     clickhouse_settings: READ_SETTINGS,
   });
   const [{ n }] = await rs.json<{ n: string }>();
-  for (const table of TABLES) await deleteWhere(db, table, where, params);
+  for (const table of TABLES) await deleteWhere(db, table, orgId, (b) => `user_id = ${b.add(userId, 'UUID')}`);
   forgetCachedAnswers(client);
   return Number(n);
 }

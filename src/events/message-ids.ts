@@ -21,6 +21,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { ClaimView, DEFAULT_CLAIM_FILTER_MAX_BYTES, losers, type ClaimKey, type ClaimTable, type ClaimViewOptions, type StoredClaim } from '../claims/claims.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
+import { orgsCondition } from '../clickhouse/tenant.ts';
 import type { EventChunk } from './encode.ts';
 import { MAX_EVENT_AGE_MS } from './rows.ts';
 
@@ -93,7 +94,7 @@ export async function insertOnce(
   const claimed = new Set<string>();
   if (maybe.length > 0) {
     const orgs = [...new Set(chunks.map((c) => c.orgId))];
-    for (const c of await view.lookup(client, maybe, (p) => `org_id IN ${p.add(orgs, 'Array(UUID)')}`)) claimed.add(c.key.toString('latin1'));
+    for (const c of await view.lookup(client, maybe, orgs)) claimed.add(c.key.toString('latin1'));
   }
 
   // The rows left out, per chunk (ascending), and the rows this flush stores.
@@ -137,7 +138,7 @@ export async function insertOnce(
   }
   if (suspects.length > 0) {
     const orgs = [...new Set(suspects.map((c) => c.scope))];
-    contested.push(...(await view.lookup(client, suspects.map((c) => c.key), (p) => `org_id IN ${p.add(orgs, 'Array(UUID)')}`)));
+    contested.push(...(await view.lookup(client, suspects.map((c) => c.key), orgs)));
   }
   const undone = losers(contested);
   if (undone.length === 0) return;
@@ -154,7 +155,7 @@ async function deleteRows(client: ClickHouseClient, rows: readonly StoredClaim[]
   const params = new ParamBag();
   const orgIds = [...new Set(rows.map((r) => r.scope))];
   await client.command({
-    query: `DELETE FROM events WHERE org_id IN (SELECT arrayJoin(${params.add(orgIds, 'Array(UUID)')})) AND event_id IN (SELECT arrayJoin(${params.add([...new Set(rows.map((r) => r.rowId))], 'Array(UUID)')}))`,
+    query: `DELETE FROM events WHERE ${orgsCondition('events', orgIds, params)} AND event_id IN (SELECT arrayJoin(${params.add([...new Set(rows.map((r) => r.rowId))], 'Array(UUID)')}))`,
     query_params: params.toParams(),
     clickhouse_settings: { lightweight_deletes_sync: '2' },
   });

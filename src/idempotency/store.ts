@@ -26,6 +26,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { hash, randomUUID } from 'node:crypto';
 import { claimKey, ClaimView, DEFAULT_CLAIM_FILTER_MAX_BYTES, type ClaimTable } from '../claims/claims.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
+import { TenantOrg } from '../clickhouse/tenant.ts';
 import { formatDbDate } from '../time/iso.ts';
 import { conflict, DomainError, invalid } from '../errors.ts';
 
@@ -164,8 +165,7 @@ export class IdempotencyStore {
     const rs = await this.client().query({
       query: `SELECT toString(claim_id) AS claimId, toString(state) AS state, body_hash AS bodyHash, status, response,
                      ${clustered ? '0' : '_block_number'} AS block, toUnixTimestamp64Milli(created_at) AS createdAt
-              FROM idempotency_keys
-              WHERE org_id = ${p.add(req.orgId, 'UUID')} AND endpoint = ${p.add(req.endpoint, 'String')} AND key = ${p.add(req.key, 'String')}
+              ${new TenantOrg(req.orgId, p).from('idempotency_keys')} AND endpoint = ${p.add(req.endpoint, 'String')} AND key = ${p.add(req.key, 'String')}
                 AND created_at >= ${p.add(formatDbDate(new Date(Date.now() - IDEMPOTENCY_WINDOW_MS)), "DateTime64(3, 'UTC')")}
               ORDER BY ${order}`,
       query_params: p.toParams(),

@@ -3,10 +3,11 @@
  * events): the tenant guard first, then the feature's own conditions (e.g. the path's survey
  * list), the inclusive range on the feature's time column, then the filters joined by
  * filters_bool in parentheses. Each feature compiles its own filter nodes (its key catalogue) and
- * names its table; the organization placeholder is made once per query, so every table a source
- * reads (joins, sub-selects) can be guarded by the same one.
+ * names its table; the organization (a TenantOrg, src/clickhouse/tenant.ts) is made once per
+ * query, so every table a source reads (joins, sub-selects) is guarded by the same placeholder.
  */
 import type { ParamBag } from '../clickhouse/sql.ts';
+import type { TenantOrg, TenantTable } from '../clickhouse/tenant.ts';
 
 /** The parameter type of instants: range bounds, window starts, cursor positions. */
 export const DT64 = "DateTime64(6, 'UTC')";
@@ -21,8 +22,10 @@ export interface ReadScope<F> {
 }
 
 export interface ScopeColumns<F> {
-  /** The organization placeholder (`bag.add(orgId, 'UUID')`), made by the caller so that joined tables reuse it. */
-  org: string;
+  /** The organization (src/clickhouse/tenant.ts), made by the caller so that joined tables reuse its placeholder. */
+  org: TenantOrg;
+  /** The tenant table the scope reads. */
+  table: TenantTable;
   /** The time column the range applies to (a column name from code). */
   time: string;
   /** The feature's conditions between the guard and the range (from code; values as placeholders). */
@@ -33,7 +36,7 @@ export interface ScopeColumns<F> {
 
 /** The WHERE expression (without the keyword). */
 export function compileScopeWhere<F>(scope: ReadScope<F>, bag: ParamBag, columns: ScopeColumns<F>): string {
-  const parts = [`org_id = ${columns.org}`, ...(columns.extra ?? [])];
+  const parts = [columns.org.condition(columns.table), ...(columns.extra ?? [])];
   if (scope.range?.start !== undefined) parts.push(`${columns.time} >= ${bag.add(scope.range.start, DT64)}`);
   if (scope.range?.end !== undefined) parts.push(`${columns.time} <= ${bag.add(scope.range.end, DT64)}`);
   const filters = compileFilters(scope, columns.filter);

@@ -4,6 +4,7 @@
  * fromScope and the events' EventSource). Callers append `AND ...` conditions or ORDER BY.
  */
 import type { ParamBag } from '../clickhouse/sql.ts';
+import { TenantOrg } from '../clickhouse/tenant.ts';
 
 export const RELEASE_COLUMNS = 'toString(id) AS id, name, description, version, tags, released_at, created_at';
 
@@ -12,8 +13,9 @@ export const RELEASE_COLUMNS = 'toString(id) AS id, name, description, version, 
  * inclusive, compared at microseconds: nothing is rounded) when given.
  */
 export function fromReleases(orgId: string, bag: ParamBag, window: { from?: string; to?: string } = {}): string {
-  const parts = [`org_id = ${bag.add(orgId, 'UUID')}`];
+  const org = new TenantOrg(orgId, bag);
+  const parts = [org.from('releases')];
   if (window.from !== undefined) parts.push(`released_at >= ${bag.add(window.from, "DateTime64(6, 'UTC')")}`);
   if (window.to !== undefined) parts.push(`released_at <= ${bag.add(window.to, "DateTime64(6, 'UTC')")}`);
-  return `FROM releases WHERE ${parts.join(' AND ')}`;
+  return parts.join(' AND ');
 }

@@ -24,7 +24,7 @@ import type { ParamBag } from '../clickhouse/sql.ts';
 import type { AnswerFilterNode } from './answer-filter.ts';
 import type { Scope } from './compile.ts';
 import type { FilterNode } from './filters.ts';
-import { rollupRowsSql, sliceWhereSql, type RollupWindow } from './rollups/read.ts';
+import { fromSlicesSql, rollupRowsSql, type RollupWindow } from './rollups/read.ts';
 
 const DIMENSION_KINDS: ReadonlySet<FilterNode['kind']> = new Set(['completion', 'language', 'channel_id']);
 
@@ -48,7 +48,7 @@ export function answerTotalsFilter(scope: Scope): EqAnswer | undefined {
 }
 
 /** The current version of each slice of the window: `(span, survey_id, start, version)` rows of survey_rollup FINAL. */
-const currentSlicesSql = (scope: Scope, w: RollupWindow, bag: ParamBag) => `SELECT span, survey_id, start, version FROM survey_rollup FINAL WHERE ${sliceWhereSql(scope, w, bag)}`;
+const currentSlicesSql = (scope: Scope, w: RollupWindow, bag: ParamBag) => `SELECT span, survey_id, start, version ${fromSlicesSql('survey_rollup', scope, w, bag)}`;
 
 /** The answer totals' key of the filter's answer. */
 function answerKeySql(scope: Scope, bag: ParamBag): string {
@@ -67,7 +67,7 @@ const MARKER_KEY = "question_id = '' AND value = ''";
  */
 export function answerTotalsRowsSql(scope: Scope, w: RollupWindow, bag: ParamBag, arrayJoin?: string): string {
   return (
-    `FROM survey_rollup_answers FINAL${arrayJoin ? ` ARRAY JOIN ${arrayJoin}` : ''} WHERE ${answerKeySql(scope, bag)} AND ${sliceWhereSql(scope, w, bag)} ` +
+    `${fromSlicesSql('survey_rollup_answers', scope, w, bag, arrayJoin ? [`ARRAY JOIN ${arrayJoin}`] : [])} AND ${answerKeySql(scope, bag)} ` +
     `AND (span, survey_id, start, version) IN (${currentSlicesSql(scope, w, bag)})`
   );
 }
@@ -87,7 +87,7 @@ function answerTotalsJoinedSql(scope: Scope, w: RollupWindow, bag: ParamBag, col
   return (
     `SELECT ${columns ? `${columns}, ` : ''}countIf(complete = 0) AS ${incomplete} ` +
     `FROM (${currentSlicesSql(scope, w, bag)}) AS slices ` +
-    `LEFT JOIN (SELECT span, survey_id, start, version, complete${picked} FROM survey_rollup_answers FINAL WHERE ${entries} AND ${sliceWhereSql(scope, w, bag)}) AS totals ` +
+    `LEFT JOIN (SELECT span, survey_id, start, version, complete${picked} ${fromSlicesSql('survey_rollup_answers', scope, w, bag)} AND ${entries}) AS totals ` +
     'USING (span, survey_id, start, version)'
   );
 }

@@ -7,6 +7,7 @@
  */
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
+import { TenantOrg } from '../clickhouse/tenant.ts';
 import { scalarAsNumber, type FilterNode, type QueryScopeBody, type Scalar } from './filters.ts';
 import { pageWindowAnchor, smallestWindowHolding, windowCountColumns, windowStartsBefore } from '../query/page-windows.ts';
 import { compileScopeWhere, DT64 as DT } from '../query/scope.ts';
@@ -37,9 +38,9 @@ export function scopeOf(orgId: string, surveyIds: Scope['surveyIds'], body: Quer
  * texts ('YYYY-MM-DD HH:MM:SS.ffffff', as rangeSchema produces them).
  */
 export function compileScope(scope: Scope, bag: ParamBag): string {
-  const org = bag.add(scope.orgId, 'UUID');
+  const org = new TenantOrg(scope.orgId, bag);
   const extra = scope.surveyIds !== '*' ? [`survey_id IN ${bag.add(scope.surveyIds, 'Array(UUID)')}`] : [];
-  return compileScopeWhere(scope, bag, { org, time: 'created_at', extra, filter: (f) => compileFilter(f, bag) });
+  return compileScopeWhere(scope, bag, { org, table: 'survey_responses', time: 'created_at', extra, filter: (f) => compileFilter(f, bag) });
 }
 
 /**

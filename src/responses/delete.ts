@@ -8,6 +8,8 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Database } from '../clickhouse/connection.ts';
 import { deleteWhere, purgeDeleted } from '../clickhouse/delete.ts';
+import { ParamBag } from '../clickhouse/sql.ts';
+import { TenantOrg } from '../clickhouse/tenant.ts';
 import { forgetCachedAnswers } from '../clickhouse/result-cache.ts';
 import type { Logger } from '../log.ts';
 import { formatDbMicros } from '../time/iso.ts';
@@ -53,9 +55,9 @@ export class ResponseDeleter {
       const slices = hourSlicesOf([...known.values()]);
       await this.rollups.mark(org, slices);
       try {
-        const params = { org, ids: [...known.keys()] };
-        await deleteWhere(db, 'survey_responses', 'org_id = {org:UUID} AND id IN {ids:Array(UUID)}', params);
-        await deleteWhere(db, 'survey_response_ids', 'org_id = {org:UUID} AND id IN {ids:Array(UUID)}', params);
+        const ids = (bag: ParamBag) => `id IN ${bag.add([...known.keys()], 'Array(UUID)')}`;
+        await deleteWhere(db, 'survey_responses', org, ids);
+        await deleteWhere(db, 'survey_response_ids', org, ids);
       } finally {
         this.rollups.written(org, slices);
       }
@@ -68,9 +70,10 @@ export class ResponseDeleter {
 
   /** Deletes every response of a respondent in the org; the number deleted. */
   async deleteRespondent(orgId: string, respondentId: string): Promise<number> {
+    const bag = new ParamBag();
     const rs = await this.db().client().query({
-      query: 'SELECT DISTINCT toString(id) AS rid FROM survey_responses FINAL WHERE org_id = {org:UUID} AND respondent_id = {r:UUID}',
-      query_params: { org: orgId, r: respondentId },
+      query: `SELECT DISTINCT toString(id) AS rid ${new TenantOrg(orgId, bag).from('survey_responses', { final: true })} AND respondent_id = ${bag.add(respondentId, 'UUID')}`,
+      query_params: bag.toParams(),
       format: 'JSONEachRow',
       clickhouse_settings: QUERY_SETTINGS,
     });

@@ -23,6 +23,8 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { randomUUID } from 'node:crypto';
 import { claimKey, ClaimView, type ClaimTable, type ClaimViewOptions } from '../claims/claims.ts';
+import { ParamBag } from '../clickhouse/sql.ts';
+import { TenantOrg } from '../clickhouse/tenant.ts';
 import { QUERY_SETTINGS } from './compile.ts';
 
 export interface Identity {
@@ -55,12 +57,13 @@ export function responseIdView(options: ClaimViewOptions): ClaimView {
  */
 export async function storedIdentities(client: ClickHouseClient, orgId: string, ids: readonly string[]): Promise<Map<string, Identity>> {
   if (ids.length === 0) return new Map();
+  const bag = new ParamBag();
   const rs = await client.query({
     query:
       // Aliases differ from the column names: a ClickHouse alias would otherwise shadow the column in WHERE.
       'SELECT toString(id) AS rid, argMin((toString(survey_id), toString(created_at)), (_block_number, created_at, survey_id)) AS first ' +
-      'FROM survey_response_ids WHERE org_id = {org:UUID} AND id IN {ids:Array(UUID)} GROUP BY id',
-    query_params: { org: orgId, ids },
+      `${new TenantOrg(orgId, bag).from('survey_response_ids')} AND id IN ${bag.add(ids, 'Array(UUID)')} GROUP BY id`,
+    query_params: bag.toParams(),
     format: 'JSONEachRow',
     clickhouse_settings: QUERY_SETTINGS,
   });

@@ -117,7 +117,7 @@ export async function insertResponses(db: Database, orgId: string, batch: readon
       const stale = records.filter((r) => r.id.toLowerCase() === id && !notDeleted(r, deletedAt));
       if (stale.length === 0) continue;
       await rollups.mark(org, hourSlicesOf(rows.filter((row) => row.id.toLowerCase() === id)));
-      await deleteWhere(db, 'survey_responses', 'org_id = {org:UUID} AND id = {id:UUID} AND updated_at <= {at:DateTime64(6, \'UTC\')}', { org, id, at: deletedAt });
+      await deleteWhere(db, 'survey_responses', org, (bag) => `id = ${bag.add(id, 'UUID')} AND updated_at <= ${bag.add(deletedAt, "DateTime64(6, 'UTC')")}`);
       rollups.written(org, hourSlicesOf(rows.filter((row) => row.id.toLowerCase() === id)));
       undone += stale.length;
     }

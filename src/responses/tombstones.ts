@@ -18,6 +18,8 @@
  * than MAX_TOMBSTONES_PER_ORG is not kept: its writes look their ids up instead (`lookup`).
  */
 import type { ClickHouseClient } from '@clickhouse/client';
+import { ParamBag } from '../clickhouse/sql.ts';
+import { TenantOrg } from '../clickhouse/tenant.ts';
 import { QUERY_SETTINGS } from './compile.ts';
 
 /** Past this many tombstones, an organization's are looked up per batch instead of kept. */
@@ -52,7 +54,7 @@ export class Tombstones {
   /** The org's tombstones with deleted_at >= `since` (DateTime64(6) text), remembered as well. */
   async since(orgId: string, since: string): Promise<TombstoneMap> {
     const org = orgId.toLowerCase();
-    const found = await this.read(org, `deleted_at >= {since:${DT}}`, { since });
+    const found = await this.read(org, (bag) => `deleted_at >= ${bag.add(since, DT)}`);
     this.note(org, found);
     return found;
   }
@@ -70,7 +72,7 @@ export class Tombstones {
   private load(org: string): Promise<TombstoneMap | 'lookup'> {
     let pending = this.loading.get(org);
     if (!pending) {
-      pending = this.read(org, 'true', {}, MAX_TOMBSTONES_PER_ORG + 1).then((all) => {
+      pending = this.read(org, undefined, MAX_TOMBSTONES_PER_ORG + 1).then((all) => {
         const kept = all.size > MAX_TOMBSTONES_PER_ORG ? 'lookup' : all;
         this.orgs.set(org, kept);
         return kept;
@@ -81,15 +83,18 @@ export class Tombstones {
   }
 
   private lookup(org: string, ids: readonly string[]): Promise<TombstoneMap> {
-    return ids.length === 0 ? Promise.resolve(new Map()) : this.read(org, 'id IN {ids:Array(UUID)}', { ids });
+    return ids.length === 0 ? Promise.resolve(new Map()) : this.read(org, (bag) => `id IN ${bag.add(ids, 'Array(UUID)')}`);
   }
 
-  private async read(org: string, where: string, params: Record<string, unknown>, limit?: number): Promise<TombstoneMap> {
+  /** The org's tombstones that meet `condition` (all without one). */
+  private async read(org: string, condition?: (bag: ParamBag) => string, limit?: number): Promise<TombstoneMap> {
+    const bag = new ParamBag();
+    const from = new TenantOrg(org, bag).from('survey_response_tombstones');
     const rs = await this.client().query({
       query:
-        `SELECT toString(id) AS rid, toString(max(deleted_at)) AS at FROM survey_response_tombstones ` +
-        `WHERE org_id = {org:UUID} AND ${where} GROUP BY id${limit ? ` LIMIT ${limit}` : ''}`,
-      query_params: { org, ...params },
+        `SELECT toString(id) AS rid, toString(max(deleted_at)) AS at ${from}${condition ? ` AND ${condition(bag)}` : ''} ` +
+        `GROUP BY id${limit ? ` LIMIT ${limit}` : ''}`,
+      query_params: bag.toParams(),
       format: 'JSONEachRow',
       clickhouse_settings: QUERY_SETTINGS,
     });

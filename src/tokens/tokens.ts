@@ -1,6 +1,8 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Database } from '../clickhouse/connection.ts';
+import { ParamBag } from '../clickhouse/sql.ts';
+import { tokensOfOrg } from '../clickhouse/tenant.ts';
 
 export const SCOPES = ['events', 'events:read', 'releases', 'responses:read', 'responses:write'] as const;
 export type Scope = (typeof SCOPES)[number];
@@ -70,14 +72,15 @@ export async function mintToken(store: TokenStore, orgId: string, scopes: Scope[
 }
 
 export async function listTokens(client: ClickHouseClient, orgId?: string): Promise<TokenRecord[]> {
+  const bag = new ParamBag();
   const rs = await client.query({
     query: `SELECT id, org_id, scopes, name,
                    formatDateTime(created_at, '%Y-%m-%dT%H:%i:%S.%fZ') AS created_at,
                    if(revoked_at IS NULL, NULL, formatDateTime(assumeNotNull(revoked_at), '%Y-%m-%dT%H:%i:%S.%fZ')) AS revoked_at
             FROM api_tokens FINAL
-            WHERE {org:Nullable(UUID)} IS NULL OR org_id = {org:Nullable(UUID)}
+            WHERE ${tokensOfOrg(orgId, bag)}
             ORDER BY created_at`,
-    query_params: { org: orgId ?? null },
+    query_params: bag.toParams(),
     format: 'JSONEachRow',
   });
   return rs.json<TokenRecord>();

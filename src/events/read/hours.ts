@@ -71,15 +71,15 @@ export function hoursSource(source: EventSource, edges: readonly bigint[]): stri
   const filters = source.filtersSql();
   const hourSeconds = 'toUnixTimestamp(toStartOfHour(timestamp))';
   const seconds = (t: bigint) => Number(t / 1_000_000n);
-  const whole = [`org_id = ${source.org}`];
+  const whole: string[] = [];
   if (split.from !== undefined) whole.push(`${hourSeconds} >= ${bag.add(seconds(split.from), 'Int64')}`);
   if (split.to !== undefined) whole.push(`${hourSeconds} < ${bag.add(seconds(split.to), 'Int64')}`);
   if (split.partial.length) whole.push(`${hourSeconds} NOT IN ${bag.add(split.partial.map(seconds), 'Array(Int64)')}`);
   if (filters) whole.push(filters);
   // GROUP BY the projection's keys, so that the engine answers it from event_hours.
   const hours =
-    `SELECT toDateTime64(toStartOfHour(timestamp), 3, 'UTC') AS t, type, event_name, count() AS n FROM events ` +
-    `WHERE ${whole.join(' AND ')} GROUP BY toStartOfHour(timestamp), type, event_name`;
+    `SELECT toDateTime64(toStartOfHour(timestamp), 3, 'UTC') AS t, type, event_name, count() AS n ` +
+    `${source.org.from('events')}${whole.map((c) => ` AND ${c}`).join('')} GROUP BY toStartOfHour(timestamp), type, event_name`;
   if (split.partial.length === 0) return `FROM (${hours})`;
   // One set lookup per row (an OR of one range per partial hour cost a comparison per hour per row).
   const rows = `SELECT timestamp AS t, type, event_name, toUInt64(1) AS n ${source.from()} AND ${hourSeconds} IN ${bag.add(split.partial.map(seconds), 'Array(Int64)')}`;

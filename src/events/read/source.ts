@@ -5,6 +5,7 @@
  * through the same organization placeholder, so no query can forget it on any table it reads.
  */
 import type { ParamBag } from '../../clickhouse/sql.ts';
+import { TenantOrg } from '../../clickhouse/tenant.ts';
 import { compileFilters, compileScopeWhere, type ReadScope } from '../../query/scope.ts';
 import type { CohortNode } from '../analysis/cohort.ts';
 import { cohortCondition } from '../analysis/cohort-sql.ts';
@@ -19,15 +20,15 @@ export type EventScope = ReadScope<EventFilterNode> & { cohort?: CohortNode };
  * placeholder is created here and reused by every joined table.
  */
 export class EventSource {
-  readonly org: string;
+  readonly org: TenantOrg;
   constructor(readonly scope: EventScope, readonly bag: ParamBag) {
-    this.org = bag.add(scope.orgId, 'UUID');
+    this.org = new TenantOrg(scope.orgId, bag);
   }
 
   /** The WHERE expression: org first, the cohort's users, then the timestamp range, then the filters joined by filtersBool. */
   where(): string {
     const extra = this.scope.cohort ? [cohortCondition(this.scope.orgId, this.scope.cohort, this.bag)] : [];
-    return compileScopeWhere(this.scope, this.bag, { org: this.org, time: 'timestamp', extra, filter: (f) => compileEventFilter(f, this) });
+    return compileScopeWhere(this.scope, this.bag, { org: this.org, table: 'events', time: 'timestamp', extra, filter: (f) => compileEventFilter(f, this) });
   }
 
   /** The filters alone, joined by filtersBool in parentheses (undefined without filters). */
@@ -42,37 +43,37 @@ export class EventSource {
 
   /** The users of this organization whose current value of property `keyParam` satisfies `cond` (an expression of `value`, the raw JSON). */
   usersWithProperty(keyParam: string, cond: string): string {
-    return `SELECT user_id FROM user_properties FINAL WHERE org_id = ${this.org} AND key = ${keyParam} AND ${cond}`;
+    return `SELECT user_id ${this.org.from('user_properties', { final: true })} AND key = ${keyParam} AND ${cond}`;
   }
 
   /** The users of this organization currently in one of the groups (an Array(UUID) placeholder). */
   usersInGroups(groupIdsParam: string): string {
-    return `SELECT user_id FROM group_memberships FINAL WHERE org_id = ${this.org} AND has(${groupIdsParam}, group_id)`;
+    return `SELECT user_id ${this.org.from('group_memberships', { final: true })} AND has(${groupIdsParam}, group_id)`;
   }
 
   /** One user's current properties: rows {key, value (raw JSON)}. */
   propertiesOfUser(userParam: string): string {
-    return `SELECT key, value FROM user_properties FINAL WHERE org_id = ${this.org} AND user_id = ${userParam} ORDER BY key`;
+    return `SELECT key, value ${this.org.from('user_properties', { final: true })} AND user_id = ${userParam} ORDER BY key`;
   }
 
   /** One user's current groups: rows {group_id, group_type, group_name}. */
   groupsOfUser(userParam: string): string {
     return (
-      `SELECT group_id, group_type, group_name FROM group_memberships FINAL ` +
-      `WHERE org_id = ${this.org} AND user_id = ${userParam} ORDER BY group_type, group_name`
+      `SELECT group_id, group_type, group_name ${this.org.from('group_memberships', { final: true })} ` +
+      `AND user_id = ${userParam} ORDER BY group_type, group_name`
     );
   }
 
   /** LEFT JOIN of each user's current value of a property, as column `column` ('' for none). */
   joinUserProperty(keyParam: string, column: string): string {
-    return `LEFT JOIN (SELECT user_id, value AS ${column} FROM user_properties FINAL WHERE org_id = ${this.org} AND key = ${keyParam}) AS ${column}_j USING (user_id)`;
+    return `LEFT JOIN (SELECT user_id, value AS ${column} ${this.org.from('user_properties', { final: true })} AND key = ${keyParam}) AS ${column}_j USING (user_id)`;
   }
 
   /** LEFT JOIN of each user's current group names of one type, as Array(String) column `column` ([] for none). */
   joinGroupNames(groupTypeParam: string, column: string): string {
     return (
-      `LEFT JOIN (SELECT user_id, groupArray(group_name) AS ${column} FROM group_memberships FINAL ` +
-      `WHERE org_id = ${this.org} AND group_type = ${groupTypeParam} GROUP BY user_id) AS ${column}_j USING (user_id)`
+      `LEFT JOIN (SELECT user_id, groupArray(group_name) AS ${column} ${this.org.from('group_memberships', { final: true })} ` +
+      `AND group_type = ${groupTypeParam} GROUP BY user_id) AS ${column}_j USING (user_id)`
     );
   }
 }

@@ -6,6 +6,8 @@
  * with the org-wide mark). Recomputing a slice is correct whatever changed in it (deletions too).
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import { ParamBag } from '../../clickhouse/sql.ts';
+import { TenantOrg } from '../../clickhouse/tenant.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
 import { sliceOf, sliceRanges, sliceStartSql, type HourSlice, type Span } from './slices.ts';
 import { ORG_SENTINEL, addMarks, takeBackAllMarks } from './pending.ts';
@@ -59,11 +61,11 @@ const SLICES_SQL = `SELECT tupleElement(t, 1) AS survey_id, tupleElement(t, 2) A
  * One rollup row per target slice; slices with no response get empty arrays (the LEFT JOIN's
  * defaults), which replaces whatever the slice held before.
  */
-function upsertSql(span: Span, groups: string, answers: string): string {
+function upsertSql(org: TenantOrg, span: Span, groups: string, answers: string): string {
   const picked = ROLLUP_COLUMNS.map((c) => (c.startsWith('g_') ? `g.${c}` : `a.${c}`));
   return (
     `INSERT INTO survey_rollup (org_id, span, survey_id, start, version, ${ROLLUP_COLUMNS.join(', ')}) ` +
-    `SELECT {org:UUID}, '${span}', s.survey_id, s.start, now64(9, 'UTC'), ${picked.join(', ')} ` +
+    `SELECT ${org.param}, '${span}', s.survey_id, s.start, now64(9, 'UTC'), ${picked.join(', ')} ` +
     `FROM (${SLICES_SQL}) AS s ` +
     `LEFT JOIN (${groups}) AS g ON g.survey_id = s.survey_id AND g.start = s.start ` +
     `LEFT JOIN (${answers}) AS a ON a.survey_id = s.survey_id AND a.start = s.start`
@@ -73,11 +75,11 @@ function upsertSql(span: Span, groups: string, answers: string): string {
 const groupArrays = (pairs: [string, string][]) => pairs.map(([from, to]) => `groupArray(${from}) AS ${to}`).join(', ');
 
 /** Hour slices from the deduplicated responses. */
-export function recomputeHoursSql(ranges: [bigint, bigint][]): { sql: string; params: Record<string, unknown> } {
+export function recomputeHoursSql(org: TenantOrg, ranges: [bigint, bigint][]): { sql: string; params: Record<string, unknown> } {
   const params: Record<string, unknown> = {};
   const hour = sliceStartSql('hour', 'created_at');
   const where =
-    `org_id = {org:UUID} AND survey_id IN {surveys:Array(UUID)} AND ${rangesSql('created_at', ranges, params)} ` +
+    `${org.condition('survey_responses')} AND survey_id IN {surveys:Array(UUID)} AND ${rangesSql('created_at', ranges, params)} ` +
     `AND (survey_id, ${hour}) IN (${SLICES_SQL})`;
   const dims = GROUP_DIMS.join(', ');
   const groups =
@@ -97,15 +99,15 @@ export function recomputeHoursSql(ranges: [bigint, bigint][]): { sql: string; pa
     `${countScores('nps_scores')} AS nps, ${countScores('csat_scores')} AS csat, ${countScores('ces_scores')} AS ces ` +
     `FROM survey_responses FINAL ARRAY JOIN arrayDistinct(arrayZip(CAST(ans_question_ids, 'Array(String)'), ans_values)) AS qv ` +
     `WHERE ${where} GROUP BY survey_id, slice_start, ${dims}, hf_support, question_id, value) GROUP BY survey_id, slice_start`;
-  return { sql: upsertSql('hour', groups, answers), params };
+  return { sql: upsertSql(org, 'hour', groups, answers), params };
 }
 
 /** Day slices from their hour rows, month slices from their day rows (not from the responses). */
-export function recomputeFromBelowSql(span: 'day' | 'month', ranges: [bigint, bigint][]): { sql: string; params: Record<string, unknown> } {
+export function recomputeFromBelowSql(org: TenantOrg, span: 'day' | 'month', ranges: [bigint, bigint][]): { sql: string; params: Record<string, unknown> } {
   const params: Record<string, unknown> = {};
   const day = sliceStartSql(span, 'start');
   const where =
-    `org_id = {org:UUID} AND span = '${span === 'day' ? 'hour' : 'day'}' AND survey_id IN {surveys:Array(UUID)} AND ${rangesSql('start', ranges, params)} ` +
+    `${org.condition('survey_rollup')} AND span = '${span === 'day' ? 'hour' : 'day'}' AND survey_id IN {surveys:Array(UUID)} AND ${rangesSql('start', ranges, params)} ` +
     `AND (survey_id, ${day}) IN (${SLICES_SQL})`;
   const dims = GROUP_DIMS.join(', ');
   const groups =
@@ -133,21 +135,22 @@ export function recomputeFromBelowSql(span: 'day' | 'month', ranges: [bigint, bi
     `a_language AS language, a_question_id AS question_id, a_value AS value, a_responses AS x_n, ` +
     `${padded('a_support')} AS support, ${padded('a_nps')} AS x_nps, ${padded('a_csat')} AS x_csat, ${padded('a_ces')} AS x_ces ` +
     `WHERE ${where} GROUP BY survey_id, slice_start, ${dims}, support, question_id, value) GROUP BY survey_id, slice_start`;
-  return { sql: upsertSql(span, groups, answers), params };
+  return { sql: upsertSql(org, span, groups, answers), params };
 }
 
 async function runChunked(client: ClickHouseClient, orgId: string, slices: readonly HourSlice[], span: Span,
-  build: (ranges: [bigint, bigint][]) => { sql: string; params: Record<string, unknown> }): Promise<void> {
+  build: (org: TenantOrg, ranges: [bigint, bigint][]) => { sql: string; params: Record<string, unknown> }): Promise<void> {
   // In time order, so that each chunk reads one band of created_at.
   const sorted = [...slices].sort((a, b) => (a.hour < b.hour ? -1 : a.hour > b.hour ? 1 : a.surveyId < b.surveyId ? -1 : 1));
   for (let i = 0; i < sorted.length; i += SLICES_PER_STATEMENT) {
     const chunk = sorted.slice(i, i + SLICES_PER_STATEMENT);
-    const { sql, params } = build(sliceRanges(span, chunk.map((s) => s.hour)));
+    const bag = new ParamBag();
+    const { sql, params } = build(new TenantOrg(orgId, bag), sliceRanges(span, chunk.map((s) => s.hour)));
     await client.command({
       query: sql,
       query_params: {
         ...params,
-        org: orgId,
+        ...bag.toParams(),
         surveys: chunk.map((s) => s.surveyId),
         starts: chunk.map((s) => formatDbMicros(s.hour)),
       },
@@ -174,26 +177,27 @@ function parents(slices: readonly HourSlice[], span: Span): HourSlice[] {
 export async function recomputeSlices(client: ClickHouseClient, orgId: string, slices: readonly HourSlice[]): Promise<void> {
   if (slices.length === 0) return;
   await runChunked(client, orgId, slices, 'hour', recomputeHoursSql);
-  await runChunked(client, orgId, parents(slices, 'day'), 'day', (ranges) => recomputeFromBelowSql('day', ranges));
-  await runChunked(client, orgId, parents(slices, 'month'), 'month', (ranges) => recomputeFromBelowSql('month', ranges));
+  await runChunked(client, orgId, parents(slices, 'day'), 'day', (org, ranges) => recomputeFromBelowSql(org, 'day', ranges));
+  await runChunked(client, orgId, parents(slices, 'month'), 'month', (org, ranges) => recomputeFromBelowSql(org, 'month', ranges));
 }
 
 /** The hour slices of the org in [from, to), found in the responses or in the rollup (a slice may have emptied). */
 async function slicesIn(client: ClickHouseClient, orgId: string, from: bigint | null, to: bigint | null): Promise<HourSlice[]> {
-  const params: Record<string, unknown> = { org: orgId };
+  const bag = new ParamBag();
+  const org = new TenantOrg(orgId, bag);
   const bounds = (column: string) => {
     const parts: string[] = [];
-    if (from !== null) { params.from = formatDbMicros(from); parts.push(`${column} >= {from:${DT}}`); }
-    if (to !== null) { params.to = formatDbMicros(to); parts.push(`${column} < {to:${DT}}`); }
+    if (from !== null) parts.push(`${column} >= ${bag.add(formatDbMicros(from), DT)}`);
+    if (to !== null) parts.push(`${column} < ${bag.add(formatDbMicros(to), DT)}`);
     return parts.map((p) => ` AND ${p}`).join('');
   };
   const rs = await client.query({
     // No FINAL: every version of a response is in the same slice (survey and created_at are fixed).
     query:
       `SELECT toString(survey_id) AS s, toString(h) AS h FROM (` +
-      `SELECT DISTINCT survey_id, ${sliceStartSql('hour', 'created_at')} AS h FROM survey_responses WHERE org_id = {org:UUID}${bounds('created_at')} ` +
-      `UNION DISTINCT SELECT survey_id, start AS h FROM survey_rollup WHERE org_id = {org:UUID} AND span = 'hour'${bounds('start')})`,
-    query_params: params,
+      `SELECT DISTINCT survey_id, ${sliceStartSql('hour', 'created_at')} AS h ${org.from('survey_responses')}${bounds('created_at')} ` +
+      `UNION DISTINCT SELECT survey_id, start AS h ${org.from('survey_rollup')} AND span = 'hour'${bounds('start')})`,
+    query_params: bag.toParams(),
     format: 'JSONEachRow',
     clickhouse_settings: MAINTENANCE_SETTINGS,
   });

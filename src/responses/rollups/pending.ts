@@ -15,7 +15,8 @@
  * the order in which writers and recomputes add them does not matter.
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
-import { compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
+import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
+import { TenantOrg } from '../../clickhouse/tenant.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
 import type { HourSlice } from './slices.ts';
 
@@ -57,18 +58,19 @@ export async function addMarks(client: ClickHouseClient, orgId: string, deltas: 
  */
 export async function takeBackAllMarks(client: ClickHouseClient, orgId: string, settings: ClickHouseSettings = {}): Promise<void> {
   for (const l of listeners) l(orgId);
+  const bag = new ParamBag();
   await client.command({
     query:
       'INSERT INTO survey_rollup_pending (org_id, survey_id, hour, pending) ' +
-      'SELECT org_id, survey_id, hour, -sum(pending) FROM survey_rollup_pending WHERE org_id = {org:UUID} GROUP BY org_id, survey_id, hour HAVING sum(pending) != 0',
-    query_params: { org: orgId },
+      `SELECT org_id, survey_id, hour, -sum(pending) ${new TenantOrg(orgId, bag).from('survey_rollup_pending')} GROUP BY org_id, survey_id, hour HAVING sum(pending) != 0`,
+    query_params: bag.toParams(),
     clickhouse_settings: settings,
   });
 }
 
-/** The org's pending slices as a relation (survey_id, hour), for `orgParam` (a placeholder). */
-export function pendingSetSql(orgParam: string): string {
-  return `SELECT survey_id, hour FROM survey_rollup_pending WHERE org_id = ${orgParam} GROUP BY survey_id, hour HAVING sum(pending) != 0`;
+/** The org's pending slices as a relation (survey_id, hour). */
+export function pendingSetSql(org: TenantOrg): string {
+  return `SELECT survey_id, hour ${org.from('survey_rollup_pending')} GROUP BY survey_id, hour HAVING sum(pending) != 0`;
 }
 
 /** The rows of readPending's query, turned into the set. */
@@ -80,9 +82,10 @@ export function pendingOf(rows: readonly { s: string; h: string }[]): Pending {
 
 /** The slices whose maintenance is pending for the org: one small query on a table of in-flight marks. */
 export async function readPending(run: RunQuery, orgId: string): Promise<Pending> {
+  const bag = new ParamBag();
   const rows = await run<{ s: string; h: string }>(compiled(
-    `SELECT toString(survey_id) AS s, toString(hour) AS h FROM (${pendingSetSql('{org:UUID}')}) LIMIT ${MAX_PENDING_SLICES + 1}`,
-    { org: orgId },
+    `SELECT toString(survey_id) AS s, toString(hour) AS h FROM (${pendingSetSql(new TenantOrg(orgId, bag))}) LIMIT ${MAX_PENDING_SLICES + 1}`,
+    bag,
   ));
   return pendingOf(rows);
 }

@@ -21,6 +21,7 @@
  * of that answer (schema/111) do.
  */
 import type { ParamBag, RunQuery } from '../../clickhouse/sql.ts';
+import { TenantOrg } from '../../clickhouse/tenant.ts';
 import type { Scope } from '../compile.ts';
 import { compileFilter } from '../compile.ts';
 import type { FilterNode } from '../filters.ts';
@@ -167,13 +168,14 @@ export function rawRemainderSql(w: RollupWindow, bag: ParamBag): string | undefi
 }
 
 /**
- * The WHERE of the rollup rows that answer the window: org, surveys, then per span the slices
- * inside the range that no coarser slice answers (a slice is answered by its parent unless the
- * parent holds a pending hour). Tests only the slice key (org_id, span, survey_id, start), which
- * the answer totals (schema/111) share.
+ * `FROM <table> FINAL [joins] WHERE ...` of the slice rows that answer the window: the org (the
+ * tenant guard), surveys, then per span the slices inside the range that no coarser slice answers
+ * (a slice is answered by its parent unless the parent holds a pending hour). Tests only the slice
+ * key (org_id, span, survey_id, start), which the answer totals (schema/111) share. FINAL: a
+ * recompute replaces a slice row by a newer version. Callers append ` AND ...`.
  */
-export function sliceWhereSql(scope: Scope, w: RollupWindow, bag: ParamBag): string {
-  const head = [`org_id = ${bag.add(scope.orgId, 'UUID')}`];
+export function fromSlicesSql(table: 'survey_rollup' | 'survey_rollup_answers', scope: Scope, w: RollupWindow, bag: ParamBag, joins: readonly string[] = []): string {
+  const head = [new TenantOrg(scope.orgId, bag).from(table, { final: true, joins })];
   if (scope.surveyIds !== '*') head.push(`survey_id IN ${bag.add(scope.surveyIds, 'Array(UUID)')}`);
   const within = (from: bigint | null, to: bigint | null) =>
     [...(from !== null ? [`start >= ${dt(bag, from)}`] : []), ...(to !== null ? [`start < ${dt(bag, to)}`] : [])];
@@ -228,7 +230,7 @@ const TOTALS_BY: Partial<Record<GroupColumn, { map: string; type: string }>> = {
  * `arrayJoin` when given. FINAL: a recompute replaces a slice row by a newer version.
  */
 export function rollupRowsSql(scope: Scope, w: RollupWindow, bag: ParamBag, arrayJoin?: string): string {
-  return `FROM survey_rollup FINAL${arrayJoin ? ` ARRAY JOIN ${arrayJoin}` : ''} WHERE ${sliceWhereSql(scope, w, bag)}${filtersSql(scope, bag)}`;
+  return `${fromSlicesSql('survey_rollup', scope, w, bag, arrayJoin ? [`ARRAY JOIN ${arrayJoin}`] : [])}${filtersSql(scope, bag)}`;
 }
 
 /**
