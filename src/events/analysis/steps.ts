@@ -20,6 +20,8 @@ import { jsonObject } from '../../validation.ts';
 import { compileEventFilter } from '../read/compile.ts';
 import { eventFilterSchema, eventRangeSchema, type EventFilterNode } from '../read/filters.ts';
 import { EventSource } from '../read/source.ts';
+import { parseInstantMicros } from '../../time/iso.ts';
+import { timestampAtLeast, timestampAtMost } from './timestamps.ts';
 import { cohortCondition } from './cohort-sql.ts';
 import { cohortEntry, splitByCohortsSchema, type CohortNode } from './cohort.ts';
 
@@ -68,10 +70,33 @@ export function stepSql(step: StepNode, source: EventSource): string {
 
 /**
  * The scoped source of an analysis: the organization, the cohort, and a range (the request's; a
- * retention reads return events past the range end, so it passes its own).
+ * retention reads return events past the range end, so it passes its own), compared in the
+ * timestamp column's own type (timestamps.ts).
  */
+class AnalysisSource extends EventSource {
+  readonly #range: AnalysisScope['range'];
+  constructor(scope: AnalysisScope, bag: ParamBag, range: AnalysisScope['range']) {
+    super({ orgId: scope.orgId, filtersBool: 'AND', filters: [], cohort: scope.cohort }, bag);
+    this.#range = range;
+  }
+
+  override where(): string {
+    const parts = [super.where()];
+    if (this.#range?.start !== undefined) parts.push(timestampAtLeast(this.bag, instantMicros(this.#range.start)));
+    if (this.#range?.end !== undefined) parts.push(timestampAtMost(this.bag, instantMicros(this.#range.end)));
+    return parts.join(' AND ');
+  }
+}
+
 export function analysisSource(scope: AnalysisScope, bag: ParamBag, range: AnalysisScope['range']): EventSource {
-  return new EventSource({ orgId: scope.orgId, filtersBool: 'AND', filters: [], range, cohort: scope.cohort }, bag);
+  return new AnalysisSource(scope, bag, range);
+}
+
+/** A validated instant text (the range's) -> µs. */
+export function instantMicros(text: string): bigint {
+  const us = parseInstantMicros(text);
+  if (us === null) throw new Error(`not an instant: ${text}`);
+  return us;
 }
 
 /**
@@ -108,7 +133,7 @@ export function perUserSql(scope: AnalysisScope, scan: string, columns: { known:
   const having = columns.having ? ` HAVING ${columns.having}` : '';
   const where = columns.anonymousWhere ? ` WHERE anon = 0 OR (${columns.anonymousWhere})` : '';
   const alias = needsAlias(scope) ? 'any(alias)' : "''";
-  return `SELECT user_id, ${alias} AS user_alias, max(anon) AS anonymous, ${columns.known} FROM (${scan})${where} GROUP BY user_id${having}`;
+  return `SELECT user_id, ${alias} AS user_alias, any(anon) AS anonymous, ${columns.known} FROM (${scan})${where} GROUP BY user_id${having}`;
 }
 
 /** The UTC period functions: a period's start, and a number that grows by one per period. */
