@@ -1,25 +1,12 @@
--- Events: one wide row per received event item, every type in one table.
---
--- Engine: plain MergeTree. Events are immutable facts, appended once; nothing is replaced.
---
--- Reads: (a) one organization over a time range, usually narrowed to a type / event name and
--- counted or bucketed by time; (b) one user's timeline within an organization.
--- Sorting key (org_id, toDate(timestamp), type, event_name, user_id, timestamp): the org and day
--- prefix prunes (a) to the organization and the days asked for (ClickHouse derives the day bound
--- from a condition on `timestamp`, toDate being monotonic); type and event_name next keep one kind
--- of event contiguous within a day, so a per-event-name count reads only its granules; user_id
--- then clusters a user's events of one day. (b) is served by the bloom_filter skip index on
--- user_id, which skips the granules of a time range that cannot hold that user.
--- Partitions by month of `timestamp`: range reads drop whole months, and since a stored timestamp
--- is never more than 7 days before reception an insert touches at most two partitions.
---
--- Columns: every type-specific field is a plain column, '' when the type does not carry it (and
--- the nil UUID for group_id): no Nullable overhead, and empty strings compress to nearly nothing.
--- LowCardinality on strings with few distinct values per table (type, names, locale, timezone,
--- group_type, agent_id, rating fields). ZSTD on the long free text (properties JSON, url, prompt,
--- response). Delta+ZSTD on timestamp, which is sorted within each key prefix.
--- `seq` is the item's index in its request; with received_at it orders events of equal timestamp
--- (see the version of the derived tables below).
+-- Events: one wide row per received event item, every type in one table, appended once and never
+-- replaced (MergeTree).
+-- Sorting key (org_id, toDate(timestamp), type, event_name, user_id, timestamp): reads are one
+-- organization over a time range, usually one type / event name; the bloom filter on user_id
+-- serves one user's timeline. Monthly partitions: a stored timestamp is never more than 7 days
+-- before reception, so an INSERT touches at most two partitions. A type-specific field is '' (the
+-- nil UUID for group_id) when the type does not carry it: no Nullable. `seq` is the item's index in
+-- its request; with received_at it orders events of equal timestamp (the derived tables' version).
+-- Why these keys: docs/architecture.md ("Why these engines and keys").
 CREATE TABLE IF NOT EXISTS events
 (
     org_id              UUID,
@@ -54,17 +41,12 @@ PARTITION BY toYYYYMM(timestamp)
 ORDER BY (org_id, toDate(timestamp), type, event_name, user_id, timestamp);
 
 -- User properties: the latest value of each property of each user, set by `identify` events.
---
--- Engine: ReplacingMergeTree(version), keyed (org_id, user_id, key): one row per property after
--- merges; read with FINAL (or argMax by version) to see exactly one. No partitioning: replacing
--- only happens within a partition, and a property's versions span any time.
+-- Invariant: one visible row per (org_id, user_id, key) with FINAL (or argMax by version), the
+-- highest version: UInt128 = event time (ms) << 64 | received_at (ms) << 16 | seq. The later event
+-- time wins, as the spec asks; for equal event times the later received request, then the later
+-- item of one request; only a tie of all three falls back to the engine's "last inserted" rule.
+-- Not partitioned: replacing happens within a partition, and a property's versions span any time.
 -- `value` is the raw JSON text of the value ('"pro"', '42', '{"a":1}', 'null').
---
--- version: UInt128 = event time (ms) << 64 | received_at (ms) << 16 | seq. The later event time
--- wins, as the spec asks; for equal event times the later received request wins, and within one
--- request the later item (items without a timestamp all get the same reception time). Only a tie
--- of all three (two requests received in the same millisecond) falls back to the engine's
--- "last inserted" rule.
 CREATE TABLE IF NOT EXISTS user_properties
 (
     org_id      UUID,
@@ -78,14 +60,10 @@ ENGINE = ReplacingMergeTree(version)
 ORDER BY (org_id, user_id, key);
 
 -- Group memberships: the current membership of each user in each group.
---
--- Engine: ReplacingMergeTree(version, is_deleted), keyed (org_id, user_id, group_id): an assign
--- writes is_deleted = 0, an unassign is_deleted = 1; the row of the highest version wins and, when
--- it is a deletion, FINAL returns nothing for that pair. So assign then unassign leaves no
--- membership. Sorted by user first: the common read is "the groups of this user" (e.g. when a
--- survey response records its respondent's groups); the bloom filter on group_id helps the
--- reverse read ("members of this group"). No partitioning, as for user_properties.
--- version: the same UInt128 as user_properties.
+-- Invariant: the row of the highest version of (org_id, user_id, group_id) wins, and when it is an
+-- unassign (is_deleted = 1) FINAL returns nothing for the pair: assign then unassign leaves no
+-- membership. Sorted by user (the groups of a user); the bloom filter on group_id serves the
+-- members of a group. version: the same UInt128 as user_properties.
 CREATE TABLE IF NOT EXISTS group_memberships
 (
     org_id      UUID,

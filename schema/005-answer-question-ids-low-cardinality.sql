@@ -1,14 +1,7 @@
 -- Answer question ids as LowCardinality: an organization has a few hundred questions, and every
--- answer aggregation (group_by `answer`) filters each response's answers by question id.
---
--- Measured on the query bench's 10M responses (one org, 5 surveys, 2 cores), aggregation on the
--- answers of one question (3.36M rows read): the column held 845 MiB uncompressed as
--- Array(String), 94 MiB as Array(LowCardinality(String)); bytes read 714 -> 423 MiB. Engine time
--- went 331 -> 261 ms right after the change, but a later run gave 356 ms: the time is within the
--- machine's run-to-run spread, the array functions being the larger cost. (ans_values was tried
--- too: 423 -> 200 MiB read, no faster, and its free-text values can be of any cardinality: it
--- stays Array(String).)
---
--- A metadata change plus a mutation that rewrites this one column in the background (about 2 s
--- for 10M rows here); parts not yet rewritten are converted when read.
+-- answer aggregation (group_by `answer`) filters each response's answers by question id, so the
+-- column read shrinks several times (bench/query/README.md, "Figures behind the schema and the
+-- code"). ans_values stays Array(String): free-text values can be of any cardinality.
+-- A metadata change plus a background mutation of this one column; parts not yet rewritten are
+-- converted when read.
 ALTER TABLE survey_responses MODIFY COLUMN ans_question_ids Array(LowCardinality(String));

@@ -1,26 +1,20 @@
--- Idempotency-Key of POST /1.0/release and POST /1.0/survey/response (issue 11): the first answer
--- of a key, replayed to retries of the same body for 24 hours. How it is used:
--- src/idempotency/store.ts; the guarantees: README.md.
+-- Idempotency-Key of POST /1.0/release and POST /1.0/survey/response: the first answer of a key,
+-- replayed to retries of the same body for 24 hours (src/idempotency/store.ts; the protocol:
+-- docs/architecture.md, "Idempotency-Key").
 --
--- One row per claim (`state` 'pending': a request with this key is running), one per answer
--- (`state` 'done': its status and body) and one per withdrawn claim (`state` 'withdrawn': the
--- request failed, or lost the race below). Rows are only appended, never updated or deleted (so the
--- same statements work through a Distributed table in cluster mode): a request reads every row of
--- its (org_id, endpoint, key) and interprets them (the answer, else the first live claim). Two instances claiming the same key at once both append a claim; the claim with the
--- lowest `_block_number` (the number the engine gives each INSERT's part when it commits it, under
--- its parts lock, kept by merges: enable_block_number_column) wins, the other withdraws. Each
--- claimant reads after its own claim committed, so the loser always sees the winner
--- (the same rule as event_message_ids, schema/010). In cluster mode block numbers are per shard and
--- not read through the Distributed table: claims are ordered by (created_at, claim_id) there, which
--- every reader agrees on but which is not commit order (README says what that leaves).
---
--- Keys: ORDER BY (org_id, endpoint, key): every read is one key of one organization and endpoint,
--- a point lookup; small granules (256) since every read wants a handful of rows. `key` is the
--- header's value itself (1..255 printable ASCII characters, checked by the service), so nothing
--- can collide. `body_hash` (SHA-256 of the parsed body) tells a retry from another request
--- reusing the key.
--- TTL: daily partitions, dropped whole once every row is more than 2 days old (reads only consider
--- the last 24 hours).
+-- Invariant: rows are only appended, never updated or deleted (so the same statements work through
+-- a Distributed table): one per claim (`pending`: a request with this key is running), one per
+-- answer (`done`: its status and body), one per withdrawn claim (`withdrawn`: the request failed,
+-- or lost the race). Of several claims of one key, the lowest `_block_number` wins (the claims
+-- rule, src/claims/claims.ts: block order is commit order on one server, and
+-- enable_block_number_column keeps the number through merges); in cluster mode, where block
+-- numbers are per shard, claims are ordered by (created_at, claim_id), which every reader agrees
+-- on but which is not commit order.
+-- ORDER BY (org_id, endpoint, key), granules of 256: every read is one key, a handful of rows.
+-- `key` is the header's value itself (1..255 printable ASCII characters), so nothing can collide;
+-- `body_hash` (SHA-256 of the parsed body) tells a retry from another request reusing the key.
+-- Daily partitions dropped whole once every row is more than 2 days old; reads only consider the
+-- last 24 hours.
 CREATE TABLE IF NOT EXISTS idempotency_keys
 (
     org_id      UUID,

@@ -1,11 +1,10 @@
--- Deleted survey responses (DELETE /1.0/survey/response/<id>, DELETE /1.0/respondent/<id>;
--- src/responses/delete.ts). The rows themselves go by lightweight DELETE on survey_responses and
--- survey_response_ids: hidden from every read at once, removed from disk when their parts merge or
--- by the purge that follows a deletion (APPLY DELETED MASK, README "Deleting data").
--- A tombstone keeps a deleted id from coming back through a late or repeated write of a version
--- from before the deletion: the writer drops records whose updated_at is not after deleted_at
--- (checked before its INSERT, and again after it for a deletion that ran meanwhile in another
--- process). A version written with a later updated_at is a new response and is stored.
+-- Deleted survey responses (src/responses/delete.ts): one tombstone per deleted id.
+--
+-- Invariant: a version whose updated_at is not after its id's deleted_at is never stored again
+-- (the writer checks before its INSERT, and again after it for a deletion that ran meanwhile in
+-- another process). The rows themselves go by lightweight DELETE on survey_responses and
+-- survey_response_ids. A version with a later updated_at is a new response.
+-- The protocol: docs/architecture.md ("Writing survey responses").
 CREATE TABLE IF NOT EXISTS survey_response_tombstones
 (
     org_id      UUID,

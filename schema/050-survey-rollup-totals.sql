@@ -1,7 +1,6 @@
--- Slice totals: each survey_rollup row (a slice, schema/020) also carries its groups folded along
--- each dimension on its own, so the common questions read a few small maps per slice instead of
--- expanding the groups (ARRAY JOIN of every (channel, completion, end reason, language, support)
--- group: ~100 per hour row, ~270 per day row, ~300 per month row at 5M responses).
+-- Slice totals: each survey_rollup row (schema/020) also carries its groups folded along each
+-- dimension on its own, so the requests without a filter read a few small maps per slice instead
+-- of expanding every group (src/responses/rollups/read.ts).
 --   t_rows                      responses in the slice
 --   t_completion, t_end_reason, t_language: responses per value ('' included: an active response
 --                               has no end reason, but it counts in the slice's total)
@@ -9,23 +8,11 @@
 --                               with two values counts in both)
 --   t_nps, t_csat, t_ces        the score counts (as g_nps... summed)
 --   q_question_id, q_value, q_responses: the answer counts a_* without their group dimensions,
---                               per (question, value), sorted: 2.3x fewer entries per hour row and
---                               3.7x per day row than a_* (5M responses, 5 surveys).
--- Served when no filter narrows the groups (src/responses/rollups/read.ts): the summary with no
--- filter, and aggregations whose levels need at most one of completion / end_reason (or only an
--- answer level besides survey_id and created_at). With a filter on completion, language or
--- channel the groups are read as before.
---
--- MATERIALIZED from the row's own arrays: computed by the engine on every INSERT of a slice row,
--- so every writer of the rollup (the recomputes of src/responses/rollups/maintain.ts: API writes,
--- seed, rebuild, deletions) keeps them exact with no change, and a row can never hold totals that
--- disagree with its groups. Rows written before this migration compute them when read until
--- their part is rewritten (the MATERIALIZE mutations below, in the background).
---
--- Measured on the query bench's 5M org (one merged copy of its rollup, engine time, 99-day range:
--- 2 month rows, 140 day rows, the rest hour rows): summary 62-73 -> 11-15 ms; survey_id 27-63 ->
--- 6-10 ms; completion x daily 38-83 -> 10-12 ms; the answer buckets of one NPS question 42-58 ->
--- 19-29 ms. A trivial read of this table costs ~6 ms on the embedded engine.
+--                               per (question, value), sorted
+-- Invariant: MATERIALIZED from the row's own arrays, computed by the engine on every INSERT of a
+-- slice row, so every writer of the rollup keeps them exact with no change, and a row can never
+-- hold totals that disagree with its groups. Parts written before this migration compute them when
+-- read until the MATERIALIZE mutations below rewrite them. docs/architecture.md ("The rollups").
 ALTER TABLE survey_rollup
     ADD COLUMN IF NOT EXISTS t_rows UInt64 MATERIALIZED arraySum(g_responses),
     ADD COLUMN IF NOT EXISTS t_completion Map(LowCardinality(String), UInt64) MATERIALIZED arrayReduce('sumMap', arrayMap((k, n) -> map(toString(k), n), g_completion, g_responses)),

@@ -1,7 +1,7 @@
--- Event claims in the events themselves (issue 21): the claim of an event with a message_id is
--- its own row, so the event and its claim are one part, committed (or lost to a crash) together.
--- The rule, the in-memory view and what a flush does: src/claims/claims.ts,
--- src/events/message-ids.ts; the guarantees: README.md.
+-- Event claims in the events themselves: the claim of an event with a message_id is its own row,
+-- so an event and its claim are committed (or lost to a crash) together. The rule, the in-memory
+-- view and what a flush does: docs/architecture.md ("Claims: exactly once by message_id"),
+-- src/claims/claims.ts, src/events/message-ids.ts.
 --
 -- message_key = MD5(org_id as text || ':' || message_id), 16 zero bytes without a message_id. The
 -- service sends it (computed once per item); the DEFAULT computes the same for rows of parts

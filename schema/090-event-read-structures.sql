@@ -1,7 +1,7 @@
--- Event reads at scale (issue 22): what the engine derives from the stored events so that the
--- reads stop scanning every row of their columns. Both are computed by the engine at INSERT from
--- the columns the write path already sends (it sends neither), and both stay exact under the one
--- mutation events get, the user deletion (lightweight DELETE): see docs in src/events/read/.
+-- Event reads: what the engine derives from the stored events so that the reads do not scan
+-- every row of their columns. Invariant: both are computed by the engine at INSERT from the
+-- columns the write path already sends (it sends neither), and both stay exact under the one
+-- mutation events get, the user deletion (lightweight DELETE). docs/architecture.md ("Reads").
 --
 -- 1. event_hours: an aggregate projection, the events counted per (organization, hour, type,
 --    event_name). The engine keeps it in every part beside the rows it counts, merges it with

@@ -170,7 +170,7 @@ export function loadConfig(env: Env = process.env): Config {
   };
 }
 
-/** Every key loadConfig reads, with its default, for the README and `--help`. */
+/** Every key loadConfig reads, with its default, for `--help` (docs/operations.md lists them too). */
 export const CONFIG_KEYS: ReadonlyArray<[string, string, string]> = [
   ['PORT', '8080', 'HTTP port of the service'],
   ['HOST', '127.0.0.1', 'interface the service listens on'],

@@ -37,7 +37,7 @@
  * table; block numbers are per shard and cannot be read in commit order through the Distributed
  * table. The view then keeps no filter: every key is looked up (the organization's shard answers),
  * repeats within one flush and across flushes are found, and the race of two writers storing one
- * key at the same moment is not closed (README.md says so). A replicated table allocates block
+ * key at the same moment is not closed (docs/api.md says so). A replicated table allocates block
  * numbers before commit, so the rule needs a single server.
  */
 import type { ClickHouseClient } from '@clickhouse/client';

@@ -20,7 +20,7 @@ export interface Demo {
 const DEMO_RESPONSES = 5000;
 /** 200 users (user-1 .. user-200) over 30 days, the ingest bench's mix. */
 const DEMO_EVENTS = 20_000;
-/** The event users are the respondents too, so the README's feedback-cohort examples answer something. */
+/** The event users are the respondents too, so the feedback-cohort examples of docs/api.md answer something. */
 const DEMO_USERS = 200;
 
 /**

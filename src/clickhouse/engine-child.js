@@ -1,5 +1,5 @@
 // The embedded engine process: runs `clickhouse local` from the chdb engine library as a real
-// ClickHouse HTTP server. Plain JavaScript (no loader) so that it starts in ~0.5 s.
+// ClickHouse HTTP server. Plain JavaScript, so that it starts without a TypeScript loader.
 //
 // argv: the clickhouse-local arguments. The trailing query reads stdin, which keeps the server
 // alive exactly as long as the parent holds the pipe; when the parent closes it (or dies), the

@@ -22,8 +22,8 @@ export const ENGINE_KEY_HEADER = 'X-Tallyhouse-Engine-Key';
 
 /**
  * Seconds the engine keeps an idle keep-alive connection open (its default is 30). The engine's
- * stop waits for idle connections to time out, up to 5 s: another client's idle pooled socket (a
- * CLI, a bench, a second service on the same DATA_DIR) held the service's exit that long. The
+ * stop waits for idle connections to time out: another client's idle pooled socket (a CLI, a
+ * bench, a second service on the same DATA_DIR) would hold the service's exit as long. The
  * engine's clients drop their idle sockets sooner (EMBEDDED_IDLE_SOCKET_TTL_MS), so they never
  * send a request on a socket the engine is closing.
  */
@@ -64,10 +64,10 @@ function engineConfigXml(key: string): string {
   // query_log: kept in memory by clickhouse-local (its `system` database is not persistent) and,
   // as measured, only created on an engine started on a new directory: after a restart on an
   // existing one, SYSTEM FLUSH LOGS leaves no system.query_log. Benches read it where they can.
-  // Merge threads run at nice 10: the engine shares 2 cores with the service, and background merges
-  // competing at equal priority with INSERTs made acknowledgement latency spike (open loop at
-  // 35,000 events/s, p99 1,463 ms at nice 0, 208-360 ms at nice 10). Merges still take every idle
-  // cycle. A no-op without CAP_SYS_NICE (the engine's own rule, even for a lower priority).
+  // Merge threads run at nice 10: the engine shares the cores with the service, and background
+  // merges competing at equal priority with INSERTs make acknowledgement latency spike
+  // (bench/ingest/README.md, "Figures behind the schema and the code"). Merges still take every
+  // idle cycle. A no-op without CAP_SYS_NICE (the engine's own rule, even for a lower priority).
   const header = `<headers><${ENGINE_KEY_HEADER}>${key}</${ENGINE_KEY_HEADER}></headers>`;
   return `<clickhouse>
   <http_handlers>

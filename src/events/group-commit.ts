@@ -10,8 +10,8 @@ export interface GroupCommitOptions {
   maxQueuedRows: number;
   /**
    * Bound on the bytes of the chunks waiting or in flight (the memory they hold): the row bound
-   * alone let 200,000 rows of large events hold ~2 GiB. A chunk larger than the bound still goes
-   * when nothing else is queued, so no request is refused forever. Default: no bound.
+   * alone would let 200,000 rows of large events hold ~2 GiB. A chunk larger than the bound still
+   * goes when nothing else is queued, so no request is refused forever. Default: no bound.
    */
   maxQueuedBytes?: number;
   /** The bytes a chunk holds (default: a Buffer's or a string's length). */

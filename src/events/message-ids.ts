@@ -1,7 +1,7 @@
 /**
  * Exactly-once storage of events that carry a `message_id`, on the claims module
- * (src/claims/claims.ts states the rule, the in-memory view and cluster mode; README.md the
- * guarantees as users see them; schema/060-event-claims.sql the storage).
+ * (src/claims/claims.ts states the rule, the in-memory view and cluster mode; docs/api.md the
+ * guarantees as users see them; docs/architecture.md the protocol; schema/060 the storage).
  *
  * The claim of an event is its own row: `events.message_key`, MD5 of `org_id:message_id`, written
  * in the same part as the event, so no crash can store an event without its claim or the other

@@ -1,7 +1,7 @@
 /**
  * The route side of idempotency keys: wraps a route's handler so that a request carrying an
  * `Idempotency-Key` header runs it at most once per organization, endpoint and key (store.ts).
- * Without the header the handler runs as before.
+ * Without the header the handler simply runs.
  */
 import { answer, isRouteAnswer, type RouteInput } from '../server/route.ts';
 import { checkedKey, type IdempotencyStore } from './store.ts';

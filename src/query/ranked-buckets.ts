@@ -115,9 +115,9 @@ export function compileRankedBuckets(spec: RankedBucketsSpec): string {
  * count() is exact when each record is one row. A multi-valued level (arrayJoin, multi-valued.ts)
  * repeats the record, once per value of that level times the values of the other multi-valued
  * levels; then a bucket at depth d counts only the rows holding the first value of every deeper
- * multi-valued level (isFirstOfLevelSql): exactly one row per record in that bucket. This replaced
- * uniqExact(id), which kept a hash set of every id in scope: the survey answer aggregation over
- * 3.3M responses took 562 ms (1.1 s CPU, 516 MiB) with it, 260 ms (520 ms CPU, 12 MiB) without.
+ * multi-valued level (isFirstOfLevelSql): exactly one row per record in that bucket. No
+ * uniqExact(id): it keeps a hash set of every id in scope, several times the time and far more
+ * memory (bench/query/README.md, "Figures behind the schema and the code").
  * `multiValued[i]` says whether level i + 1 is multi-valued.
  */
 export function docCountSql(multiValued: readonly boolean[]): string {

@@ -138,10 +138,9 @@ export const scalarAsText = (x: Scalar): string => (typeof x === 'string' ? x : 
  * `hf_pairs` (schema/004) holds each hidden-field entry as `key NUL tag text` (tag s string,
  * b bool, n number; text = the string, true/false, toString(Float64)), in a LowCardinality array:
  * `has()` on it is a dictionary lookup that reads ~50 bytes per row, where the arrays form reads
- * every entry's key, type and string (user agents...). Measured on 1M responses, one part per
- * partition, 2 cores, engine CPU per query: count() with `country = FR` 168 ms via the arrays,
- * 50 ms via has(hf_pairs); 2 has() OR-ed 61 ms, while hasAny(hf_pairs, [2 items]) took 127-159 ms
- * (no dictionary fast path), so a few candidates are OR-ed has() and longer lists keep the arrays.
+ * every entry's key, type and string (user agents...). hasAny() on it has no dictionary fast path,
+ * so a few candidates are OR-ed has() and longer lists keep the arrays (bench/query/README.md,
+ * "Figures behind the schema and the code").
  */
 const MAX_PAIR_CANDIDATES = 8;
 const NUL = '\u0000';
@@ -243,10 +242,8 @@ const ISO_DATE_PREFIX = '^\\\\d{4}-\\\\d{2}-\\\\d{2}';
  *    the newest `offset + size` matches (pageWindowStart). Every response of the window is newer
  *    than any response before it, so the page is the same as over the whole scope; but the engine
  *    sorts the window's rows instead of every matching row's created_at and id.
- * Measured on 10M responses of one org over 90 days, one part per partition, 2 cores: count() 59 ms,
- * with the five countIf 65 ms, a per-day histogram (the first version of this) 86 ms; the page over
- * the whole range 36 ms per 1M responses, over one day of them a few ms. The former design ran the
- * whole-range page side by side with the count, both competing for the 2 cores.
+ * The count with its window counts costs about a plain count() (bench/query/README.md, "Figures
+ * behind the schema and the code").
  */
 export { PAGE_WINDOWS_SECONDS, windowStartsBefore } from '../query/page-windows.ts';
 

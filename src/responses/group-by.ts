@@ -99,9 +99,9 @@ export function levelKeySql(rule: GroupByRule, plan: HistogramPlan | undefined, 
       return bucketIndexSql(DATE_FIELD_COLUMNS[rule.field], plan, bag, alias);
     // Grouped by the column itself (the Enum8, the UUID, the LowCardinality), not by its text:
     // hashing a 1-byte enum or a 16-byte UUID is cheaper than converting every row to a String,
-    // and JSONEachRow prints the enum's name and the UUID's text anyway. Measured on 1M responses
-    // (2 cores, engine CPU): completion x daily histogram 74 -> 36 ms, survey_id 39 -> 17 ms,
-    // end_reason 31 -> 23 ms. The ranking (aggregation.ts) orders ties by toString(key) still.
+    // and JSONEachRow prints the enum's name and the UUID's text anyway (bench/query/README.md,
+    // "Figures behind the schema and the code"). The ranking (aggregation.ts) orders ties by
+    // toString(key).
     case 'completion':
       return 'completion';
     case 'survey_id':

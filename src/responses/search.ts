@@ -29,11 +29,9 @@ type PageRow = StoredColumns & { c: string; i: string };
 /**
  * The count first (with the window counts), then the page from the smallest window that holds it
  * (see compile.ts); the page query is skipped when there is nothing to show (`size` 0, or `offset`
- * past the total). Measured on 10M responses of one org over 90 days (2 cores, one part per
- * partition), the whole-range page side by side with a count() took 233 ms (450 ms of engine CPU)
- * with no filter and 462 ms (880 ms) with a keyword; this takes 108 ms (170 ms) and 203 ms (360 ms).
- * (Before that, one query with `count() OVER ()` made every matching row, doc included, travel to
- * the window before LIMIT: 64-2991 ms on 1.5M rows.)
+ * past the total). Not one query with `count() OVER ()`: every matching row, doc included, would
+ * travel to the window before LIMIT; nor the whole-range page beside the count, which sorts every
+ * match (bench/query/README.md, "Figures behind the schema and the code").
  *
  * When the filters only test what the rollups group by (none, or completion, language,
  * channel_id) and there is no cursor, the total comes from the rollups instead (searchFromRollup).

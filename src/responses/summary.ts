@@ -69,14 +69,10 @@ export interface SummaryRow {
  * engine computes at insert (schema/004: nps_scores, csat_scores, ces_scores hold the whole-number
  * scores of SCALES; hf_support the distinct values of the hidden field `support`). Without a
  * filter, the slices' totals (schema/050) are the maps already and stand for their groups.
- * Measured on 1M responses of one org, one part per partition, 2 cores (engine CPU per query):
- * 599 ms when one flat pass filtered ans_scores/ans_cta_types and all hidden-field arrays (the
- * `support` part alone 372 ms: it read every user agent), 137 ms with the narrow columns (wall
- * 362 -> 77 ms). On 10M: 1.38 s with the narrow columns in one flat pass (a sumMap(map(...)) per
- * end reason and language costs ~300 ms of it), 0.99 s grouped. Splitting the summary into several
- * queries (GROUPING SETS for the LowCardinality columns, ARRAY JOIN for the arrays) cost less CPU
- * once the table is merged, but every query pays the FINAL read again, which is the larger cost
- * while a partition holds several parts.
+ * One grouped query over the narrow columns, not a flat pass over the wide arrays (the `support`
+ * values alone would read every user agent), nor several queries (GROUPING SETS, ARRAY JOIN), each
+ * of which would pay the FINAL read again (bench/query/README.md, "Figures behind the schema and
+ * the code").
  */
 export function compileSummary(scope: Scope, rollup?: RollupWindow): CompiledQuery {
   const bag = new ParamBag();

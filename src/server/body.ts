@@ -184,7 +184,7 @@ function toBodyError(err: getRawBody.RawBodyError, limit: number, gzip: boolean)
 
 /**
  * Fatal decoding: invalid UTF-8 (a stray byte, a truncated sequence, an encoded surrogate) is a
- * 400, not text silently holding U+FFFD. The BOM is kept, as before, so JSON.parse refuses it.
+ * 400, not text silently holding U+FFFD. The BOM is kept (ignoreBOM), so JSON.parse refuses it.
  */
 const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 function decodeUtf8(bytes: Buffer): string {

@@ -23,8 +23,8 @@ interface TokenWindow {
  * The reservoir is taken with `incrementReservoir(-1)` (atomic in bottleneck's local datastore:
  * the decrement and the read happen in one step) rather than by scheduling a job: `schedule()`
  * passes every job of a limiter through one submission lock with a timer hop per step, which
- * capped one token at ~210 requests/s on a busy event loop whatever the limit (bench/ingest,
- * `--tokens 1`).
+ * caps one token's throughput on a busy event loop below its limit (bench/ingest/README.md,
+ * "Figures behind the schema and the code").
  */
 export function rateLimit(name: string, perSecond: number, shared?: SharedLimits): Middleware<AuthState> {
   const windows = new Map<string, TokenWindow>();

@@ -11,7 +11,7 @@
  *     whole months);
  *   - the other whole UTC days: day rows (when every date level's buckets start on whole days);
  *   - the other whole hours: hour rows;
- *   - the partial hours at both ends: survey_responses, as before.
+ *   - the partial hours at both ends: survey_responses.
  * A slice whose maintenance is pending (a write in flight or interrupted) is read from
  * survey_responses instead, its day and month from their other hours and days; with the whole org pending (seed,
  * rebuild) or too many pending slices, the request reads survey_responses alone.
