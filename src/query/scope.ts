@@ -7,6 +7,9 @@
  * query, so every table a source reads (joins, sub-selects) is guarded by the same placeholder.
  */
 import { DT64, type ParamBag } from '../clickhouse/sql.ts';
+
+/** The parameter type of the range bounds (defined with the parameters, clickhouse/sql.ts). */
+export { DT64 };
 import type { TenantOrg, TenantTable } from '../clickhouse/tenant.ts';
 
 
