@@ -30,8 +30,12 @@ export interface ClusterLayout {
   onCluster: boolean;
 }
 
-/** Tables not sharded by organization: their sharding key. */
-const SHARD_KEYS: Record<string, string> = {};
+/**
+ * Tables not sharded by organization: their sharding key. The rollup maintainers' heartbeats
+ * (schema/130) belong to no organization; each process's rows live on one shard, and every reader
+ * reads them all through the Distributed table.
+ */
+const SHARD_KEYS: Record<string, string> = { survey_rollup_owners: 'cityHash64(owner)' };
 
 /**
  * Tables with a full copy on every node, not sharded. API tokens are read before anyone knows the
@@ -89,8 +93,12 @@ export function clusterStatements(statement: string, tables: ReadonlySet<string>
     const [, table, rest] = m;
     if (!tables.has(table) || EVERY_NODE.has(table)) return [`ALTER TABLE ${table}${on} ${rest}`];
     const out = [`ALTER TABLE ${localName(table)}${on} ${rest}`];
-    // The Distributed table mirrors the columns (not indexes, projections, TTLs or mutations).
-    if (/^\s*(ADD|DROP|MODIFY|RENAME|COMMENT)\s+COLUMN\b/i.test(rest)) out.push(`ALTER TABLE ${table}${on} ${rest}`);
+    // The Distributed table mirrors the columns (not indexes, projections, TTLs, sorting keys or
+    // mutations): a new column's sorting key (`ADD COLUMN c ..., MODIFY ORDER BY (..., c)`, one
+    // statement as the engine requires) stays with the local table.
+    if (/^\s*(ADD|DROP|MODIFY|RENAME|COMMENT)\s+COLUMN\b/i.test(rest)) {
+      out.push(`ALTER TABLE ${table}${on} ${rest.replace(/,\s*MODIFY\s+ORDER\s+BY\s*\([^()]*\)\s*$/i, '')}`);
+    }
     return out;
   }
 

@@ -217,7 +217,9 @@ export function responsesFeature(deps: AppDeps): Feature {
         },
       }),
     ],
-    // Graceful shutdown: the rollup recomputes queued by acknowledged writes run before the engine stops.
+    // The maintainer's owner heartbeat and its takeover of the marks that stopped processes left.
+    start: () => rollups.start(),
+    // Graceful shutdown: the recomputes queued are left marked, for the next start to take over.
     drain: () => rollups.drain(),
     settle: () => rollups.settle(),
   };

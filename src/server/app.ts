@@ -60,7 +60,11 @@ export function createApp(deps: AppDeps, features: readonly Feature[]): App {
   return {
     server: http.server,
     maxConnections: http.maxConnections,
-    listen: http.listen,
+    listen: async (port, host) => {
+      const bound = await http.listen(port, host);
+      for (const f of all) f.start?.();
+      return bound;
+    },
     close: async () => {
       // Requests in flight still submit their events: the queues close only once they are answered.
       const { forced } = await http.close();

@@ -97,7 +97,9 @@ export interface Route<Body = any, Query = any> {
 /** A feature's contribution to the app: its routes and what must finish before the process exits. */
 export interface Feature {
   routes: readonly Route[];
-  /** Graceful shutdown: commit what is queued (the ingest group committer, rollup recomputes). */
+  /** Background work while the app serves (the rollup maintainer's heartbeat and takeover); started once listening. */
+  start?(): void;
+  /** Graceful shutdown: commit what is queued (the ingest group committer), hand over the rest (rollup recomputes). */
   drain?(): Promise<void>;
   /**
    * Waits until the background work queued so far is done (rollup recomputes), without closing

@@ -55,6 +55,18 @@ describe('cluster DDL (CLICKHOUSE_CLUSTER)', () => {
     expect(clusterStatements('ALTER TABLE events ADD INDEX i x TYPE minmax', tables, layout)).to.deep.equal(['ALTER TABLE events_local ADD INDEX i x TYPE minmax']);
   });
 
+  it('a column added to the sorting key in one ALTER: the key stays with the local table, the column goes to both', () => {
+    expect(clusterStatements('ALTER TABLE events ADD COLUMN IF NOT EXISTS o UUID, MODIFY ORDER BY (org_id, o)', tables, layout)).to.deep.equal([
+      'ALTER TABLE events_local ADD COLUMN IF NOT EXISTS o UUID, MODIFY ORDER BY (org_id, o)',
+      'ALTER TABLE events ADD COLUMN IF NOT EXISTS o UUID',
+    ]);
+  });
+
+  it('the rollup owners (no organization) are sharded by owner', () => {
+    const out = clusterStatements('CREATE TABLE IF NOT EXISTS survey_rollup_owners (owner UUID, seen DateTime64(3)) ENGINE = ReplacingMergeTree(seen) ORDER BY owner', tables, layout);
+    expect(out[1]).to.equal('CREATE TABLE IF NOT EXISTS survey_rollup_owners AS survey_rollup_owners_local ENGINE = Distributed(c2, db, survey_rollup_owners_local, cityHash64(owner))');
+  });
+
   it('backfills (INSERT ... SELECT) copy each shard\'s own rows between local tables', () => {
     expect(clusterStatements('INSERT INTO user_properties SELECT * FROM events', tables, layout)).to.deep.equal(['INSERT INTO user_properties_local SELECT * FROM events_local']);
   });

@@ -6,6 +6,7 @@
  * with the org-wide mark). Recomputing a slice is correct whatever changed in it (deletions too).
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import { randomUUID } from 'node:crypto';
 import { ParamBag } from '../../clickhouse/sql.ts';
 import { TenantOrg } from '../../clickhouse/tenant.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
@@ -139,7 +140,7 @@ export function recomputeFromBelowSql(org: TenantOrg, span: 'day' | 'month', ran
 }
 
 async function runChunked(client: ClickHouseClient, orgId: string, slices: readonly HourSlice[], span: Span,
-  build: (org: TenantOrg, ranges: [bigint, bigint][]) => { sql: string; params: Record<string, unknown> }): Promise<void> {
+  build: (org: TenantOrg, ranges: [bigint, bigint][]) => { sql: string; params: Record<string, unknown> }, queryIdPrefix: string | undefined): Promise<void> {
   // In time order, so that each chunk reads one band of created_at.
   const sorted = [...slices].sort((a, b) => (a.hour < b.hour ? -1 : a.hour > b.hour ? 1 : a.surveyId < b.surveyId ? -1 : 1));
   for (let i = 0; i < sorted.length; i += SLICES_PER_STATEMENT) {
@@ -155,6 +156,7 @@ async function runChunked(client: ClickHouseClient, orgId: string, slices: reado
         starts: chunk.map((s) => formatDbMicros(s.hour)),
       },
       clickhouse_settings: MAINTENANCE_SETTINGS,
+      query_id: queryIdPrefix === undefined ? undefined : queryIdPrefix + randomUUID(),
     });
   }
 }
@@ -173,12 +175,14 @@ function parents(slices: readonly HourSlice[], span: Span): HourSlice[] {
  * Recomputes these hour slices and the days and months that hold them, from the stored responses:
  * after it returns, the rollup holds what survey_responses FINAL held when it started. The entry
  * point for every change of stored responses (writes, deletions): idempotent, any number of times.
+ * `queryIdPrefix` names its statements (so that a shutdown can cut them: a slice row is written
+ * whole or not at all).
  */
-export async function recomputeSlices(client: ClickHouseClient, orgId: string, slices: readonly HourSlice[]): Promise<void> {
+export async function recomputeSlices(client: ClickHouseClient, orgId: string, slices: readonly HourSlice[], queryIdPrefix?: string): Promise<void> {
   if (slices.length === 0) return;
-  await runChunked(client, orgId, slices, 'hour', recomputeHoursSql);
-  await runChunked(client, orgId, parents(slices, 'day'), 'day', (org, ranges) => recomputeFromBelowSql(org, 'day', ranges));
-  await runChunked(client, orgId, parents(slices, 'month'), 'month', (org, ranges) => recomputeFromBelowSql(org, 'month', ranges));
+  await runChunked(client, orgId, slices, 'hour', recomputeHoursSql, queryIdPrefix);
+  await runChunked(client, orgId, parents(slices, 'day'), 'day', (org, ranges) => recomputeFromBelowSql(org, 'day', ranges), queryIdPrefix);
+  await runChunked(client, orgId, parents(slices, 'month'), 'month', (org, ranges) => recomputeFromBelowSql(org, 'month', ranges), queryIdPrefix);
 }
 
 /** The hour slices of the org in [from, to), found in the responses or in the rollup (a slice may have emptied). */
@@ -217,10 +221,10 @@ export async function withOrgMaintenance<T>(client: ClickHouseClient, orgId: str
 }
 
 /**
- * Recovery: recompute every slice of the org, then clear every pending mark of the org, including
- * those left by interrupted writes. A write in flight during a rebuild may see its own mark
- * cleared and end at -1: its slices then stay on the raw table (correct, slower) until the next
- * rebuild, which is why it is meant for when writes are stopped or after a crash.
+ * Recovery: recompute every slice of the org, then take every owner's pending marks of the org
+ * back to 0, including those left by interrupted writes and by processes killed elsewhere
+ * (owners.ts). A write in flight during a rebuild may see its own mark taken back and its owner's
+ * sum end at -1, which is why it is meant for when writes are stopped or after a crash.
  */
 export async function rebuildOrg(client: ClickHouseClient, orgId: string): Promise<{ slices: number }> {
   let count = 0;

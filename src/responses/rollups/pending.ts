@@ -14,6 +14,11 @@
  *     (runWithPending): a slice that cannot be trusted is never served.
  * Marks are summed per slice (SummingMergeTree: merges drop the slices whose marks sum to 0), so
  * the order in which writers and recomputes add them does not matter.
+ *
+ * Each mark also names its owner (schema/130), the service process that added it, and sums to 0
+ * per owner once that process has recomputed what it marked: a process that stopped or died with
+ * marks left is taken over by another one, which recomputes its slices and takes back exactly its
+ * marks (takeover.ts, owners.ts). Readers ignore owners. `seed` and `rebuild` mark as NO_OWNER.
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
@@ -23,6 +28,9 @@ import type { HourSlice } from './slices.ts';
 
 /** The whole org, while `seed` or `rollups rebuild` runs: the mark readers check first. */
 export const ORG_SENTINEL: HourSlice = Object.freeze({ surveyId: '00000000-0000-0000-0000-000000000000', hour: parseInstantMicros('1900-01-01T00:00:00Z')! });
+
+/** The owner of marks no process takes over: `seed`, `rollups rebuild`, marks from before schema/130. */
+export const NO_OWNER = '00000000-0000-0000-0000-000000000000';
 
 /** Past this many pending slices, a read treats the whole org as pending (survey_responses alone). */
 export const MAX_PENDING_SLICES = 500;
@@ -39,13 +47,13 @@ export function onMarksChanged(listener: (orgId: string) => void): void {
   listeners.add(listener);
 }
 
-/** Adds `marks` (+n before a write, -n once recomputed) to each slice's pending count. */
-export async function addMarks(client: ClickHouseClient, orgId: string, deltas: readonly { slice: HourSlice; marks: number }[]): Promise<void> {
+/** Adds `marks` (+n before a write, -n once recomputed) to each slice's pending count, as `owner`. */
+export async function addMarks(client: ClickHouseClient, orgId: string, deltas: readonly { slice: HourSlice; marks: number }[], owner = NO_OWNER): Promise<void> {
   if (deltas.length === 0) return;
   for (const l of listeners) l(orgId);
   await client.insert({
     table: 'survey_rollup_pending',
-    values: deltas.map((d) => ({ org_id: orgId, survey_id: d.slice.surveyId, hour: formatDbMicros(d.slice.hour), pending: d.marks })),
+    values: deltas.map((d) => ({ org_id: orgId, survey_id: d.slice.surveyId, hour: formatDbMicros(d.slice.hour), owner, pending: d.marks })),
     format: 'JSONEachRow',
     // Two writes mark the same slices with identical blocks, and both marks must count: a
     // replicated table (cluster mode) would otherwise drop the second as a duplicate insert.
@@ -55,18 +63,30 @@ export async function addMarks(client: ClickHouseClient, orgId: string, deltas: 
 
 /**
  * Takes back every mark of the org (the end of a rebuild, which has just recomputed every slice):
- * marks left by interrupted writes included.
+ * marks left by interrupted writes included, each owner's to 0.
  */
 export async function takeBackAllMarks(client: ClickHouseClient, orgId: string, settings: ClickHouseSettings = {}): Promise<void> {
   for (const l of listeners) l(orgId);
   const bag = new ParamBag();
   await client.command({
     query:
-      'INSERT INTO survey_rollup_pending (org_id, survey_id, hour, pending) ' +
-      `SELECT org_id, survey_id, hour, -sum(pending) ${new TenantOrg(orgId, bag).from('survey_rollup_pending')} GROUP BY org_id, survey_id, hour HAVING sum(pending) != 0`,
+      'INSERT INTO survey_rollup_pending (org_id, survey_id, hour, owner, pending) ' +
+      `SELECT org_id, survey_id, hour, owner, -sum(pending) ${new TenantOrg(orgId, bag).from('survey_rollup_pending')} GROUP BY org_id, survey_id, hour, owner HAVING sum(pending) != 0`,
     query_params: bag.toParams(),
     clickhouse_settings: settings,
   });
+}
+
+/** The marks of one owner that do not sum to 0, every org's: what taking the owner over takes back. */
+export async function marksOf(client: ClickHouseClient, owner: string): Promise<{ orgId: string; slice: HourSlice; marks: number }[]> {
+  const rs = await client.query({
+    query:
+      'SELECT toString(org_id) AS o, toString(survey_id) AS s, toString(hour) AS h, toString(sum(pending)) AS n FROM survey_rollup_pending ' +
+      'WHERE owner = {owner:UUID} GROUP BY org_id, survey_id, hour HAVING sum(pending) != 0',
+    query_params: { owner },
+    format: 'JSONEachRow',
+  });
+  return (await rs.json<{ o: string; s: string; h: string; n: string }>()).map((r) => ({ orgId: r.o, slice: { surveyId: r.s, hour: parseInstantMicros(r.h)! }, marks: Number(r.n) }));
 }
 
 /** The org's pending slices as a relation (survey_id, hour). */
