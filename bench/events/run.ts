@@ -1,15 +1,18 @@
 /**
  * Event reads bench: first-run latency over HTTP of the four reads the issue sets targets for,
- * on N events of one organization over 90 days (10M by default), embedded engine.
+ * on N events of one organization over 90 days (10M by default), embedded engine, each beside
+ * the same question asked directly of the engine in the same run.
  *
- *   node --import tsx bench/events/run.ts [--events 10M] [--iterations 20] [--data-dir DIR]
+ *   node --import tsx bench/events/run.ts [--events 10M] [--iterations 20] [--data-dir DIR] [--cases REGEX]
  *
  * The data set is seeded once into a persistent DATA_DIR (bench/.data/events-<N>) with
  * `seedEvents` (the `tallyhouse seed --events` generator), measured with the parts the background
  * merges leave, then reused.
  * "First run": every iteration moves the range end by one millisecond, so the SQL parameters
- * differ and the 3 s polling cache never answers. The load average is printed with the figures:
- * on a shared machine they measure the contention as much as the service.
+ * differ and the 3 s polling cache never answers. The load average is printed with the figures
+ * (before and after each case): on a shared machine they measure the contention as much as the
+ * service; the engine's CPU time per question (from /proc) is printed beside them, as it depends
+ * less on the contention than the wall time.
  */
 import os from 'node:os';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -19,6 +22,8 @@ import { seedEvents } from '../../src/seed/events.ts';
 import { mintToken } from '../../src/tokens/tokens.ts';
 import { parseFlags, positiveInt } from '../lib/args.ts';
 import { REPO_ROOT } from '../lib/machine.ts';
+import { waitForMerges } from '../lib/merges.ts';
+import { cpuSeconds } from '../lib/proc.ts';
 import { startService } from '../lib/service.ts';
 import { summarize } from '../lib/stats.ts';
 import { closeAgent, timedRequest } from '../query/http.ts';
@@ -31,8 +36,9 @@ const TARGETS_MS: Record<string, number> = {
   'search newest page + exact count': 100,
 };
 
-const USAGE = 'usage: node --import tsx bench/events/run.ts [--events 10M] [--iterations 20] [--data-dir DIR]';
-const flags = parseFlags(process.argv.slice(2), { events: { type: 'string' }, iterations: { type: 'string' }, 'data-dir': { type: 'string' } }, USAGE);
+const USAGE = 'usage: node --import tsx bench/events/run.ts [--events 10M] [--iterations 20] [--data-dir DIR] [--cases REGEX]';
+const flags = parseFlags(process.argv.slice(2), { events: { type: 'string' }, iterations: { type: 'string' }, 'data-dir': { type: 'string' }, cases: { type: 'string' } }, USAGE);
+const only = new RegExp(flags.cases ?? '.');
 const events = flags.events ? parseCount(flags.events) ?? 10_000_000 : 10_000_000;
 const iterations = positiveInt('iterations', flags.iterations, 20);
 const dataDir = resolve(flags['data-dir'] ?? join(REPO_ROOT, 'bench/.data', `events-${events}`));
@@ -58,6 +64,24 @@ try {
     state = { orgId, now };
     writeFileSync(stateFile, JSON.stringify(state));
   }
+  // A migration's MATERIALIZE (a projection or column over the existing parts) runs as a
+  // background mutation: the cases are measured once it is done, and its time is what an upgrade
+  // costs (the engine CPU it took, from /proc, beside the wall time).
+  const rowsOf = async <T>(query: string) => (await svc.client.query({ query, format: 'JSONEachRow' })).json<T>();
+  const pendingMutations = async () => Number((await rowsOf<{ n: string | number }>("SELECT count() AS n FROM system.mutations WHERE database = currentDatabase() AND table = 'events' AND NOT is_done"))[0]?.n ?? 0);
+  if ((await pendingMutations()) > 0) {
+    const t0 = performance.now();
+    const cpu0 = cpuSeconds(svc.enginePid()) ?? NaN;
+    log('waiting for the migrations\' mutations of events (MATERIALIZE) to finish');
+    while ((await pendingMutations()) > 0) await new Promise((r) => setTimeout(r, 1000));
+    await waitForMerges(svc.client, { timeoutMs: 600_000, pollMs: 1000, table: 'events', log });
+    log(`mutations done after ${((performance.now() - t0) / 1000).toFixed(0)} s (engine CPU ${((cpuSeconds(svc.enginePid()) ?? NaN) - cpu0).toFixed(0)} s) | load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`);
+  }
+  const sizes = await rowsOf<{ name: string; rows: string; bytes: string }>(
+    "SELECT name, sum(rows) AS rows, formatReadableSize(sum(data_compressed_bytes)) AS bytes FROM system.projection_parts WHERE database = currentDatabase() AND table = 'events' AND active GROUP BY name ORDER BY name " +
+    "UNION ALL SELECT '(rows)' AS name, sum(rows) AS rows, formatReadableSize(sum(data_compressed_bytes)) AS bytes FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active",
+  );
+  log(`on disk: ${sizes.map((r) => `${r.name} ${r.rows} rows ${r.bytes}`).join(', ')}`);
   const token = (await mintToken(svc.client, state.orgId, ['events:read'], 'bench')).token;
   const end = (i: number) => new Date(state!.now - i).toISOString();
   const start = new Date(state.now - 100 * DAY + 1).toISOString();
@@ -72,11 +96,31 @@ try {
     'property filter + daily histogram': [`SELECT ${bucket} AS b, count() AS n ${scopeSql} AND JSONExtractString(properties, 'plan') = 'pro' GROUP BY b`],
     'search newest page + exact count': [`SELECT count() AS n ${scopeSql}`, `SELECT * ${scopeSql} ORDER BY timestamp DESC LIMIT 10`],
   };
-  const askEngine = async (sqls: string[], i: number): Promise<number> => {
+  // The direct questions are tagged in the query log, so that the projections the service's
+  // queries were answered from can be told apart (system.query_log.projections).
+  const DIRECT = 'bench-events-direct';
+  const projectionsUsed = async (fromMs: number): Promise<string> => {
+    const read = async () => {
+      await svc.client.command({ query: 'SYSTEM FLUSH LOGS' });
+      return (await svc.client.query({
+        query: "SELECT arrayJoin(if(empty(projections), ['(rows)'], projections)) AS p, count() AS n FROM system.query_log " +
+          "WHERE type = 'QueryFinish' AND query_kind = 'Select' AND log_comment != {direct:String} AND has(tables, currentDatabase() || '.events') " +
+          'AND event_time_microseconds >= fromUnixTimestamp64Milli({from:Int64}) GROUP BY p ORDER BY p',
+        query_params: { direct: DIRECT, from: Math.floor(fromMs) },
+        format: 'JSONEachRow',
+      })).json<{ p: string; n: string }>();
+    };
+    // The engine creates system.query_log at a flush after its first query: one retry.
+    const used = await read().catch(() => new Promise((r) => setTimeout(r, 3000)).then(read)).catch(() => undefined);
+    return used ? used.map((r) => `${r.p.replace(/^.*\./, '')} x${r.n}`).join(', ') : 'unknown (no query_log)';
+  };
+  const engineCpuMs = () => (cpuSeconds(svc.enginePid()) ?? NaN) * 1000;
+  const askEngine = async (sqls: string[], i: number): Promise<{ ms: number; cpu: number }> => {
     const params = { org: state!.orgId, start: start.replace('T', ' ').replace('Z', ''), end: end(i).replace('T', ' ').replace('Z', '') };
+    const c0 = engineCpuMs();
     const t0 = performance.now();
-    for (const query of sqls) await (await svc.client.query({ query, query_params: params, format: 'JSONEachRow' })).json();
-    return performance.now() - t0;
+    for (const query of sqls) await (await svc.client.query({ query, query_params: params, format: 'JSONEachRow', clickhouse_settings: { log_comment: DIRECT } })).json();
+    return { ms: performance.now() - t0, cpu: engineCpuMs() - c0 };
   };
   const cases: [string, string, (i: number) => unknown][] = [
     ['count by event_name x 100 daily buckets', '/1.0/event/aggregation', (i) => ({ range: { start, end: end(i) }, group_by: [{ field: 'event_name' }, daily] })],
@@ -85,14 +129,23 @@ try {
     ['search newest page + exact count', '/1.0/event', (i) => ({ size: 10, range: { start, end: end(i) } })],
   ];
   const rows: string[] = [];
-  for (const [name, path, body] of cases) {
+  const loadavg = () => os.loadavg().map((x) => x.toFixed(1)).join(' ');
+  for (const [name, path, body] of cases.filter(([n]) => only.test(n))) {
     const ms: number[] = [];
     const engineMs: number[] = [];
+    const cpu: number[] = [];
+    const engineCpu: number[] = [];
     let failed = 0;
+    const loadBefore = loadavg();
+    const caseStart = Date.now();
     for (let i = 0; i < iterations; i++) {
       // Side by side, alternating: the engine alone, then the service, on the same range.
-      engineMs.push(await askEngine(direct[name], i));
+      const e = await askEngine(direct[name], i);
+      engineMs.push(e.ms);
+      engineCpu.push(e.cpu);
+      const c0 = engineCpuMs();
       const res = await timedRequest(svc.url, 'SEARCH', path, token, body(i));
+      cpu.push(engineCpuMs() - c0);
       // A 503 is the 15 s query limit: counted and reported, the run goes on.
       if (res.status !== 200) {
         failed++;
@@ -106,7 +159,8 @@ try {
     const line =
       `${name.padEnd(42)} p50 ${s.p50.toFixed(0).padStart(6)} ms  p95 ${s.p95.toFixed(0).padStart(6)} ms  ${failed ? `${failed} of ${iterations} over 15 s (503)  ` : ''}` +
       `target ${TARGETS_MS[name]} ms  | engine direct p50 ${e.p50.toFixed(0).padStart(6)} ms  p95 ${e.p95.toFixed(0).padStart(6)} ms  ` +
-      `service/engine p95 ${(s.p95 / e.p95).toFixed(2)}  load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`;
+      `service/engine p95 ${(s.p95 / e.p95).toFixed(2)}  | engine CPU per question p50: service ${summarize(cpu).p50.toFixed(0)} ms, direct ${summarize(engineCpu).p50.toFixed(0)} ms  ` +
+      `| load ${loadBefore} -> ${loadavg()} | service queries of events answered from: ${await projectionsUsed(caseStart)}`;
     log(line);
     rows.push(line);
   }

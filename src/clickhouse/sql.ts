@@ -29,6 +29,7 @@ export const MAX_PARAM_BYTES = 100_000;
 function paramBytes(value: unknown): number {
   if (typeof value === 'string') return Buffer.byteLength(value) * 2 + 2;
   if (Array.isArray(value)) return value.reduce<number>((n, x) => n + paramBytes(x) + 1, 2);
+  if (typeof value === 'bigint') return value.toString().length;
   return value === null || value === undefined ? 4 : Buffer.byteLength(JSON.stringify(value)) * 2;
 }
 

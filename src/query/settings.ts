@@ -8,6 +8,9 @@
  * Sizing: 15 s is far beyond any sane read of one organization; a read past 100M rows fails as soon
  * as it passes the limit rather than after the timeout; memory stays low (streaming aggregation,
  * ORDER BY ... LIMIT), and 2 GiB only stops a runaway.
+ * One snapshot per query: a read that reads a table twice (a projection for whole hours and the
+ * rows for the partial ones, src/events/read/hours.ts) sees the same parts in both, so a
+ * concurrent INSERT or deletion is counted in both or in neither.
  */
 import type { ClickHouseSettings } from '@clickhouse/client';
 
@@ -17,4 +20,5 @@ export const READ_SETTINGS: ClickHouseSettings = Object.freeze({
   max_rows_to_read: '100000000',
   read_overflow_mode: 'throw',
   max_memory_usage: '2147483648',
+  enable_shared_storage_snapshot_in_query: 1,
 });

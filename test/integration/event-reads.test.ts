@@ -237,6 +237,15 @@ describe('Event reads (HTTP)', () => {
       expect((await ids(10)).sort()).to.deep.equal([10, 10]);
     });
 
+    it('matches boolean property values by value, never the string "true"', async () => {
+      const oks = async (filter: Rec) => (await search({ size: 100, filters: [{ key: 'property', property_key: 'ok', ...filter }] })).body.hits.events.map((r: Rec) => r.properties.ok);
+      expect(await oks({ operator: 'eq', value: true })).to.deep.equal([true]);
+      expect(await oks({ operator: 'eq', value: false })).to.deep.equal([false]);
+      expect(await oks({ operator: 'eq', value: 'true' })).to.deep.equal([]);
+      expect((await oks({ operator: 'in', values: [false, 'x', 1, true] })).sort()).to.deep.equal([false, true]);
+      expect(await oks({ operator: 'neq', value: true })).to.not.include(true);
+    });
+
     it('joins filters with filters_bool', async () => {
       const filters = [{ key: 'type', operator: 'eq', value: 'page' }, { key: 'user_alias', operator: 'eq', value: 'user-2' }];
       const and = await search({ size: 100, filters });

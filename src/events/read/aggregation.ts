@@ -32,6 +32,7 @@ import { propertyValue, rawJsonValue } from './compile.ts';
 import { eventScopeEntries } from './filters.ts';
 import { EventSource, type EventScope } from './source.ts';
 import { hoursServe, hoursSource, planEdges } from './hours.ts';
+import { compileUsersFromWeeks, weeksServe } from './user-weeks.ts';
 import { maxChars } from '../../chars.ts';
 
 export type EventGroupByRule =
@@ -109,9 +110,14 @@ function hoursAnswer(scope: EventScope, rules: readonly EventGroupByRule[], metr
 
 /**
  * The ranked-bucket query (src/query/ranked-buckets.ts) over the scoped source and the joins the
- * levels need; over the hours (hours.ts) when they answer it. `rows: false` forces the rows.
+ * levels need; over the hours (hours.ts) when they answer it, and for unique users per date
+ * bucket over the weeks (user-weeks.ts). `hours: false` forces the rows.
  */
 export function compileEventAggregation(scope: EventScope, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: { hours?: boolean } = {}): CompiledQuery {
+  if (options.hours !== false && metrics.includes('unique_users') && weeksServe(scope, rules.length, plans[0])) {
+    const fromWeeks = compileUsersFromWeeks(scope, plans[0]);
+    if (fromWeeks) return fromWeeks;
+  }
   const bag = new ParamBag();
   const source = new EventSource(scope, bag);
   const limit = () => bag.add(MAX_TERMS_BUCKETS, 'UInt32');

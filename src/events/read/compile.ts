@@ -57,6 +57,12 @@ export interface JsonValueSql {
   bool: string;
   /** The bucket key: a string by its value, any other JSON by its text; NULL when absent or null. */
   key: string;
+  /**
+   * The value's type letter and text in one string, when it is stored so (propertyValue): a string
+   * or boolean equals a value exactly when this equals the value's letter and text, one comparison
+   * instead of a type test and a substring. Numbers still compare as numbers (1 = 1.0).
+   */
+  tagged?: string;
 }
 
 /**
@@ -75,6 +81,7 @@ export function propertyValue(key: string): JsonValueSql {
     number: `toFloat64OrZero(${body})`,
     bool: `(${v} = 'btrue')`,
     key: `if(${v} = '', NULL, ${body})`,
+    tagged: v,
   };
 }
 
@@ -107,9 +114,14 @@ export function jsonTestSql(test: JsonTest, json: JsonValueSql, bag: ParamBag): 
       const numbers = test.values.filter((x): x is number => typeof x === 'number');
       const bools = [...new Set(test.values.filter((x): x is boolean => typeof x === 'boolean'))];
       const branches: string[] = [];
-      if (strings.length) branches.push(`(${json.isString} AND ${oneOf(json.string, strings, 'String', bag)})`);
+      if (json.tagged !== undefined) {
+        const texts = [...strings.map((s) => `s${s}`), ...bools.map((b) => `b${b}`)];
+        if (texts.length) branches.push(oneOf(json.tagged, texts, 'String', bag));
+      } else {
+        if (strings.length) branches.push(`(${json.isString} AND ${oneOf(json.string, strings, 'String', bag)})`);
+        if (bools.length) branches.push(`(${json.isBool} AND ${oneOf(json.bool, bools, 'Bool', bag)})`);
+      }
       if (numbers.length) branches.push(`(${json.isNumber} AND ${oneOf(json.number, numbers, 'Float64', bag)})`);
-      if (bools.length) branches.push(`(${json.isBool} AND ${oneOf(json.bool, bools, 'Bool', bag)})`);
       return branches.length === 1 ? branches[0] : `(${branches.join(' OR ')})`;
     }
     case 'contains':

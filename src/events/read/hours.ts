@@ -1,16 +1,20 @@
 /**
- * Event counts from the hours: the `event_hours` projection of `events` (schema/090) counts the
- * events per (organization, hour, type, event_name); the engine keeps it exact under inserts,
- * merges and user deletions. A read whose levels and filters only need those columns (timestamp
- * levels, type, event_name; filters on type and event_name) and whose metric is the count reads:
+ * Event counts from the hours: the `event_counts` projection of `events` (schema/091) counts the
+ * events per (organization, hour, type, event_name, anonymous); the engine keeps it exact under
+ * inserts, merges and user deletions. A read whose levels and filters only need those columns
+ * (timestamp levels, type, event_name; filters on type and event_name) and whose metric is the
+ * count reads:
  * - every WHOLE hour from the projection (about 24 rows per type and name a day instead of every
  *   event), each standing for its count at its hour start;
  * - the PARTIAL hours from the rows: the hours the range starts or ends inside, and those holding
  *   an edge that splits them (a histogram bucket start, a page window start): bucket edges sit at
- *   the range start plus whole hours, days or months, so at most one hour per edge.
+ *   the range start plus whole hours, days or months, so at most one hour per edge. The engine
+ *   reads them from the `event_times` projection (the rows ordered by time), only the granules
+ *   of those hours.
  * An hour is whole when all of it lies in the range and no edge falls strictly inside it; then
  * every event of it lies in the same bucket and window as its start, and the union of both parts
- * holds every event in scope exactly once.
+ * holds every event in scope exactly once. Both parts are read by one query, which sees one
+ * snapshot of the table (READ_SETTINGS), so a concurrent INSERT is in both or in neither.
  */
 import { MICROS_PER_HOUR, parseInstantMicros, type HistogramPlan } from '../../query/histogram.ts';
 import type { EventSource, EventScope } from './source.ts';
@@ -60,28 +64,40 @@ export function splitHours(start: bigint | undefined, end: bigint | undefined, e
   return { from, to, partial: [...partial].filter(inRange).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)) };
 }
 
-/**
- * `FROM (...)`: rows (t, type, event_name, n) of the scope, n events at instant t, from the
- * projection for whole hours and from the rows for partial ones. Placeholders go to the source's bag.
- */
-export function hoursSource(source: EventSource, edges: readonly bigint[]): string {
-  const { scope, bag } = source;
+/** The scope's range split at `edges` (µs). */
+export function splitScopeHours(scope: EventScope, edges: readonly bigint[]): HourSplit {
   const micros = (t: string | undefined) => (t === undefined ? undefined : parseInstantMicros(t) ?? undefined);
-  const split = splitHours(micros(scope.range?.start), micros(scope.range?.end), edges);
+  return splitHours(micros(scope.range?.start), micros(scope.range?.end), edges);
+}
+
+/** The hour of a row, in seconds: the partial hours are matched on it (a set lookup per row). */
+export const HOUR_SECONDS_SQL = 'toUnixTimestamp(toStartOfHour(timestamp))';
+
+/** Whole seconds of a µs instant on an hour start. */
+export const secondsOf = (t: bigint) => Number(t / 1_000_000n);
+
+/**
+ * `FROM (...)`: rows (t, type, event_name, anonymous, n) of the scope, n events at instant t, from
+ * the projection for whole hours and from the rows for partial ones. Placeholders go to the
+ * source's bag.
+ */
+export function hoursSource(source: EventSource, edges: readonly bigint[], split = splitScopeHours(source.scope, edges)): string {
+  const { bag } = source;
   const filters = source.filtersSql();
-  const hourSeconds = 'toUnixTimestamp(toStartOfHour(timestamp))';
-  const seconds = (t: bigint) => Number(t / 1_000_000n);
+  const hourSeconds = HOUR_SECONDS_SQL;
+  const seconds = secondsOf;
   const whole: string[] = [];
   if (split.from !== undefined) whole.push(`${hourSeconds} >= ${bag.add(seconds(split.from), 'Int64')}`);
   if (split.to !== undefined) whole.push(`${hourSeconds} < ${bag.add(seconds(split.to), 'Int64')}`);
   if (split.partial.length) whole.push(`${hourSeconds} NOT IN ${bag.add(split.partial.map(seconds), 'Array(Int64)')}`);
   if (filters) whole.push(filters);
-  // GROUP BY the projection's keys, so that the engine answers it from event_hours.
+  // GROUP BY the projection's keys, so that the engine answers it from event_counts.
   const hours =
-    `SELECT toDateTime64(toStartOfHour(timestamp), 3, 'UTC') AS t, type, event_name, count() AS n ` +
-    `${source.org.from('events')}${whole.map((c) => ` AND ${c}`).join('')} GROUP BY toStartOfHour(timestamp), type, event_name`;
+    `SELECT toDateTime64(toStartOfHour(timestamp), 3, 'UTC') AS t, type, event_name, anonymous, count() AS n ` +
+    `${source.org.from('events')}${whole.map((c) => ` AND ${c}`).join('')} GROUP BY toStartOfHour(timestamp), type, event_name, anonymous`;
   if (split.partial.length === 0) return `FROM (${hours})`;
-  // One set lookup per row (an OR of one range per partial hour cost a comparison per hour per row).
-  const rows = `SELECT timestamp AS t, type, event_name, toUInt64(1) AS n ${source.from()} AND ${hourSeconds} IN ${bag.add(split.partial.map(seconds), 'Array(Int64)')}`;
+  // One set lookup per row (an OR of one range per partial hour cost a comparison per hour per
+  // row); the engine also prunes event_times' granules with it (its key is the timestamp).
+  const rows = `SELECT timestamp AS t, type, event_name, anonymous, toUInt64(1) AS n ${source.from()} AND ${hourSeconds} IN ${bag.add(split.partial.map(seconds), 'Array(Int64)')}`;
   return `FROM (${hours} UNION ALL ${rows})`;
 }
