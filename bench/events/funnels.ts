@@ -109,6 +109,16 @@ try {
     await (await svc.client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: READ_SETTINGS })).json();
     return { ms: performance.now() - t0, cpuMs: ((cpuSeconds(svc.enginePid()) ?? NaN) - c0) * 1000 };
   };
+  // What the engine read for a case: one extra, untimed run with wait_end_of_query (so the
+  // X-ClickHouse-Summary header holds the final counts; the embedded engine keeps no query_log on
+  // a reused directory, see src/clickhouse/engine.ts).
+  const readFigures = async (q: CompiledQuery): Promise<string> => {
+    const rs = await svc.client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: { ...READ_SETTINGS, wait_end_of_query: 1 } });
+    await rs.json();
+    const raw = rs.response_headers['x-clickhouse-summary'];
+    const s = JSON.parse(Array.isArray(raw) ? raw[0] : (raw ?? '{}')) as Record<string, string>;
+    return `read ${(Number(s.read_rows) / 1e6).toFixed(2)}M rows, ${(Number(s.read_bytes) / 2 ** 20).toFixed(0)} MiB, peak memory ${(Number(s.memory_usage) / 2 ** 20).toFixed(0)} MiB`;
+  };
   const rows: string[] = [];
   for (const c of cases) {
     const ms: number[] = [];
@@ -137,9 +147,11 @@ try {
       `${c.name.padEnd(40)} p50 ${s.p50.toFixed(0).padStart(5)} ms  p95 ${s.p95.toFixed(0).padStart(5)} ms  ${failed ? `${failed} of ${iterations} failed  ` : ''}` +
       `${c.target ? `target p95 ${c.target} ms  ` : ''}| engine p50 ${e.p50.toFixed(0).padStart(5)} ms  p95 ${e.p95.toFixed(0).padStart(5)} ms  ` +
       `service/engine p95 ${(s.p95 / e.p95).toFixed(2)}  engine CPU p50 ${cpu.p50.toFixed(0)} ms  load ${os.loadavg().map((x) => x.toFixed(1)).join(' ')}`;
+    const read = await readFigures(c.compile(c.body(2 * iterations)));
     log(line);
+    log(`  engine ${read}`);
     log(`  answer: ${answer.slice(0, 400)}`);
-    rows.push(line);
+    rows.push(`${line}\n  engine ${read}`);
   }
   process.stdout.write(
     `${events.toLocaleString('en-US')} events, ${users.toLocaleString('en-US')} users, ${responses.toLocaleString('en-US')} responses, ` +

@@ -143,7 +143,7 @@ export function compileFunnel(q: FunnelQuery): CompiledQuery {
   const mOf = `toUInt16(bitAnd(${keyOf}, 65535))`;
   // A user without a first step reaches nothing, in any order: such users (and anonymous events
   // of later steps) go no further than this.
-  const users = perUserSql(q, scan, { known: `arraySort(groupArray(${item})) AS evs`, anonymous: `[${item}] AS evs`, anonymousWhere: 'bitTest(m, 0)' });
+  const users = perUserSql(q, scan, { known: `arraySort(groupArray(${item})) AS evs`, anonymousWhere: 'bitTest(m, 0)' });
   const started = `WHERE arrayExists(x -> bitTest(${mOf}, 0), evs)`;
 
   // One row per user (and breakdown value): times and masks; with a breakdown, step 1 counts only

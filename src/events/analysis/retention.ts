@@ -14,10 +14,10 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
 import { jsonObject } from '../../validation.ts';
-import { formatDbMicros, parseInstantMicros } from '../../query/histogram.ts';
-import { DT64 } from '../../query/scope.ts';
+import { parseInstantMicros } from '../../query/histogram.ts';
+import { timestampAtMost, timestampBefore } from './timestamps.ts';
 import {
-  PERIODS, PERIOD_NAMES, analysisScopeEntries, answerAnalysis, analysisSource, groupsSql, perUserSql, periodStartText, scanUserColumns, stepSchema, stepSql,
+  PERIODS, PERIOD_NAMES, analysisScopeEntries, answerAnalysis, analysisSource, groupsSql, instantMicros, perUserSql, periodStartText, scanUserColumns, stepSchema, stepSql,
   type AnalysisScope, type Period, type StepNode,
 } from './steps.ts';
 
@@ -56,8 +56,6 @@ export interface RetentionRow {
 }
 
 const MICROS_PER_DAY = 86_400_000_000n;
-/** The first instant DateTime64 cannot hold (2300-01-01): a bound past it bounds nothing. */
-const END_OF_TIME = BigInt(Date.UTC(2300, 0, 1)) * 1000n;
 
 const floorDiv = (a: bigint, b: bigint) => (a >= 0n ? a / b : -((-a + b - 1n) / b));
 
@@ -94,17 +92,16 @@ const micros = (t: string | undefined) => (t === undefined ? undefined : parseIn
  * period (one OR per event) when the range is bounded and its periods plus N fit in 64, else the
  * set of period numbers (an array per user).
  */
-function returnPeriods(q: RetentionQuery, bag: ParamBag): { aggregate: string; none: string; has: (offset: string) => string } {
+function returnPeriods(q: RetentionQuery, bag: ParamBag): { aggregate: string; has: (offset: string) => string } {
   const [from, to] = [micros(q.range?.start), micros(q.range?.end)];
   if (from !== undefined && to !== undefined && periodIndex(to, q.period) - periodIndex(from, q.period) + q.periods < 64) {
     const base = bag.add(periodIndex(from, q.period), 'Int32');
     return {
       aggregate: `groupBitOrIf(bitShiftLeft(toUInt64(1), p - ${base}), rt)`,
-      none: 'toUInt64(0)',
       has: (offset) => `bitTest(rp, c - ${base} + ${offset})`,
     };
   }
-  return { aggregate: 'groupUniqArrayIf(p, rt)', none: "CAST([], 'Array(Int32)')", has: (offset) => `has(rp, c + ${offset})` };
+  return { aggregate: 'groupUniqArrayIf(p, rt)', has: (offset) => `has(rp, c + ${offset})` };
 }
 
 export function compileRetention(q: RetentionQuery): CompiledQuery {
@@ -113,11 +110,11 @@ export function compileRetention(q: RetentionQuery): CompiledQuery {
   // Start events in the range; return events from its start to the end of the N-th period after its last.
   const source = analysisSource(q, bag, q.range?.start === undefined ? undefined : { start: q.range.start });
   const startSql = stepSql(q.start, source);
-  const inRange = q.range?.end === undefined ? '' : ` AND timestamp <= ${bag.add(q.range.end, DT64)}`;
+  const inRange = q.range?.end === undefined ? '' : ` AND ${timestampAtMost(bag, instantMicros(q.range.end))}`;
   const returnSql = q.return === 'any' ? 'true' : stepSql(q.return, source);
   const to = micros(q.range?.end);
   const returnsEnd = to === undefined ? undefined : periodStartAfter(to, q.period, q.periods + 1);
-  const returnsBound = returnsEnd === undefined || returnsEnd >= END_OF_TIME ? '' : ` AND timestamp < ${bag.add(formatDbMicros(returnsEnd), DT64)}`;
+  const returnsBound = returnsEnd === undefined ? '' : ` AND ${timestampBefore(bag, returnsEnd)}`;
   const scan =
     `SELECT ${scanUserColumns(q)}, toInt32(${index}(timestamp)) AS p, (${startSql}${inRange}) AS st, ${returnSql} AS rt ` +
     `FROM events WHERE ${source.where()}${returnsBound}${q.return === 'any' ? '' : ` AND (${startSql} OR ${returnSql})`}`;
@@ -126,8 +123,7 @@ export function compileRetention(q: RetentionQuery): CompiledQuery {
   const users = perUserSql(q, scan, {
     known: `minIf(p, st) AS c, ${returns.aggregate} AS rp`,
     having: 'c != 0',
-    // One event: its period is its cohort's, so it is never a return.
-    anonymous: `p AS c, ${returns.none} AS rp`,
+    // An anonymous user is one event: its period is its cohort's, so it is never a return.
     anonymousWhere: 'st',
   });
   const n = bag.add(q.periods, 'UInt32');

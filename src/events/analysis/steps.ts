@@ -4,10 +4,10 @@
  * on.
  *
  * Users: events are counted per user_id, the stable id of the user's alias; an anonymous event
- * (sent without `user_alias`) has a user id of its own, so it is one user with one event. Known
- * users are grouped (one row per user with their events in order); each anonymous event is its
- * own row at once, without the GROUP BY: grouping ids that never repeat would cost one hash entry
- * per anonymous event for nothing. Both kinds of rows then go through the same SQL.
+ * (sent without `user_alias`) has a user id of its own (a random UUID v4, never a known user's v5
+ * id), so it is one user with one event. Both kinds are grouped by user_id in one read of the
+ * table; only the anonymous events that can count (a first step, a start event) are grouped, since
+ * each is a hash entry of its own.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
@@ -20,6 +20,8 @@ import { jsonObject } from '../../validation.ts';
 import { compileEventFilter } from '../read/compile.ts';
 import { eventFilterSchema, eventRangeSchema, type EventFilterNode } from '../read/filters.ts';
 import { EventSource } from '../read/source.ts';
+import { parseInstantMicros } from '../../time/iso.ts';
+import { timestampAtLeast, timestampAtMost } from './timestamps.ts';
 import { cohortCondition } from './cohort-sql.ts';
 import { cohortEntry, splitByCohortsSchema, type CohortNode } from './cohort.ts';
 
@@ -68,10 +70,33 @@ export function stepSql(step: StepNode, source: EventSource): string {
 
 /**
  * The scoped source of an analysis: the organization, the cohort, and a range (the request's; a
- * retention reads return events past the range end, so it passes its own).
+ * retention reads return events past the range end, so it passes its own), compared in the
+ * timestamp column's own type (timestamps.ts).
  */
+class AnalysisSource extends EventSource {
+  readonly #range: AnalysisScope['range'];
+  constructor(scope: AnalysisScope, bag: ParamBag, range: AnalysisScope['range']) {
+    super({ orgId: scope.orgId, filtersBool: 'AND', filters: [], cohort: scope.cohort }, bag);
+    this.#range = range;
+  }
+
+  override where(): string {
+    const parts = [super.where()];
+    if (this.#range?.start !== undefined) parts.push(timestampAtLeast(this.bag, instantMicros(this.#range.start)));
+    if (this.#range?.end !== undefined) parts.push(timestampAtMost(this.bag, instantMicros(this.#range.end)));
+    return parts.join(' AND ');
+  }
+}
+
 export function analysisSource(scope: AnalysisScope, bag: ParamBag, range: AnalysisScope['range']): EventSource {
-  return new EventSource({ orgId: scope.orgId, filtersBool: 'AND', filters: [], range, cohort: scope.cohort }, bag);
+  return new AnalysisSource(scope, bag, range);
+}
+
+/** A validated instant text (the range's) -> µs. */
+export function instantMicros(text: string): bigint {
+  const us = parseInstantMicros(text);
+  if (us === null) throw new Error(`not an instant: ${text}`);
+  return us;
 }
 
 /**
@@ -98,18 +123,17 @@ export function scanUserColumns(scope: AnalysisScope): string {
 
 /**
  * One row per user (`user_id, user_alias, anonymous` and the columns given), from `scan` (a SELECT
- * starting with scanUserColumns): known users grouped by user_id with the aggregate columns
- * `known` (and `having`), each anonymous event (that passes `anonymousWhere`) a row of its own with
- * the plain columns `anonymous`, which compute the same values for a user of one event.
+ * starting with scanUserColumns), in one GROUP BY user_id over one read of the table: the
+ * aggregate columns `known` (and `having`) are computed for known users and anonymous users alike
+ * (an anonymous user is one event, and the aggregates give it the values its one event defines).
+ * Only the anonymous events that pass `anonymousWhere` are grouped: the others are users who count
+ * nowhere, and each would cost a hash entry.
  */
-export function perUserSql(scope: AnalysisScope, scan: string, columns: { known: string; anonymous: string; having?: string; anonymousWhere?: string }): string {
+export function perUserSql(scope: AnalysisScope, scan: string, columns: { known: string; having?: string; anonymousWhere?: string }): string {
   const having = columns.having ? ` HAVING ${columns.having}` : '';
-  const anonymousWhere = columns.anonymousWhere ? ` AND ${columns.anonymousWhere}` : '';
+  const where = columns.anonymousWhere ? ` WHERE anon = 0 OR (${columns.anonymousWhere})` : '';
   const alias = needsAlias(scope) ? 'any(alias)' : "''";
-  return (
-    `SELECT user_id, ${alias} AS user_alias, toUInt8(0) AS anonymous, ${columns.known} FROM (${scan}) WHERE anon = 0 GROUP BY user_id${having} ` +
-    `UNION ALL SELECT user_id, alias AS user_alias, toUInt8(1) AS anonymous, ${columns.anonymous} FROM (${scan}) WHERE anon = 1${anonymousWhere}`
-  );
+  return `SELECT user_id, ${alias} AS user_alias, any(anon) AS anonymous, ${columns.known} FROM (${scan})${where} GROUP BY user_id${having}`;
 }
 
 /** The UTC period functions: a period's start, and a number that grows by one per period. */

@@ -36,7 +36,7 @@ export function compileStickiness(q: StickinessQuery): CompiledQuery {
   const bag = new ParamBag();
   const source = analysisSource(q, bag, q.range);
   const scan = `SELECT ${scanUserColumns(q)}, ${PERIODS[q.interval].index}(timestamp) AS p FROM events WHERE ${source.where()} AND ${stepSql(q.event, source)}`;
-  const users = perUserSql(q, scan, { known: 'uniqExact(p) AS n', anonymous: 'toUInt64(1) AS n' });
+  const users = perUserSql(q, scan, { known: 'uniqExact(p) AS n' });
   return compiled(`SELECT grp, n, count() AS users FROM (${users}) ARRAY JOIN ${groupsSql(q, bag)} AS grp GROUP BY grp, n ORDER BY grp, n`, bag);
 }
 
