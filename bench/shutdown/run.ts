@@ -32,11 +32,12 @@ const USAGE = `node --import tsx bench/shutdown/run.ts [options]
   --clients N     concurrent writing connections (default 4)
   --batch N       records per request (default 300; created_at over the last 7 days)
   --acks N        acknowledged requests before the signal (default 20)
+  --preload N     responses of the same survey written first, their recomputes settled (default 100000)
   --restart       start the service again on the stopped directory and time the leftover marks' takeover`;
 
 const flags = parseFlags(process.argv.slice(2), {
   repo: { type: 'string' }, label: { type: 'string' }, runs: { type: 'string' }, clients: { type: 'string' },
-  batch: { type: 'string' }, acks: { type: 'string' }, restart: { type: 'boolean' }, help: { type: 'boolean' },
+  batch: { type: 'string' }, acks: { type: 'string' }, preload: { type: 'string' }, restart: { type: 'boolean' }, help: { type: 'boolean' },
 }, USAGE);
 if (flags.help) {
   process.stdout.write(`${USAGE}\n`);
@@ -50,6 +51,7 @@ const opts = {
   clients: positiveInt('clients', flags.clients, 4),
   batch: positiveInt('batch', flags.batch, 300),
   acks: positiveInt('acks', flags.acks, 20),
+  preload: positiveInt('preload', flags.preload, 100_000, 0),
   restart: Boolean(flags.restart),
 };
 const log = (line: string) => process.stderr.write(`[shutdown] ${line}\n`);
@@ -116,6 +118,25 @@ async function oneRun(i: number) {
     const agent = new Agent({ keepAlive: true, maxSockets: opts.clients });
     const acked: string[][] = [];
     let n = 0;
+    // An organization with data: the slices the load touches hold preload / 168 responses each,
+    // which is what their recomputes read. Then its recomputes are left to finish.
+    for (let sent = 0; sent < opts.preload; sent += 1000) {
+      const records = Array.from({ length: Math.min(1000, opts.preload - sent) }, () => spread(responseRecord(orgId, surveyId, Date.now(), n), n++));
+      const status = await post(agent, svc.url, token, Buffer.from(JSON.stringify(records)));
+      if (status !== 200) throw new Error(`preload: HTTP ${status}`);
+    }
+    if (opts.preload > 0) {
+      const db = await connectDatabase(loadConfig({ DATA_DIR: dataDir }), createLogger('silent'), { supervise: false });
+      try {
+        for (;;) {
+          const rows = await (await db.client().query({ query: pendingSql, query_params: { org: orgId }, format: 'JSONEachRow' })).json<Record<string, string>>();
+          if (Number(Object.values(rows[0])[0]) === 0) break;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      } finally {
+        await db.close();
+      }
+    }
     let stop = false;
     let signalAt = 0;
     const loops = Promise.all(Array.from({ length: opts.clients }, async () => {
