@@ -1,5 +1,5 @@
--- Event reads at scale (issue 22), second step: three projections of `events` in place of the
--- event_hours projection of schema/090. Like it, each is computed by the engine at INSERT from the
+-- Event reads: three projections of `events` in place of the event_hours projection of
+-- schema/090. Like it, each is computed by the engine at INSERT from the
 -- columns the write path already sends, merged with its part, and rebuilt in the parts a user
 -- deletion touches (lightweight_mutation_projection_mode = 'rebuild', schema/090): no read ever
 -- sees a deleted user's events in one and not in the rows. What reads them: src/events/read/

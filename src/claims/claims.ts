@@ -39,6 +39,7 @@
  * repeats within one flush and across flushes are found, and the race of two writers storing one
  * key at the same moment is not closed (docs/api.md says so). A replicated table allocates block
  * numbers before commit, so the rule needs a single server.
+ * The three write protocols on this module: docs/architecture.md.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { hash } from 'node:crypto';

@@ -48,6 +48,7 @@ interface Waiter<Chunk> {
  * flight. Under load, requests accumulate while the INSERTs run, so the next flush takes all of
  * them at once: the engine's fixed cost per INSERT (a new part per table) is paid per flush, not
  * per request, and the batches grow exactly as much as the engine is slow.
+ * The event write protocol as a whole: docs/architecture.md.
  */
 export class GroupCommitter<Chunk> {
   private waiting: Waiter<Chunk>[] = [];

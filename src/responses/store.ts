@@ -16,6 +16,7 @@
  * not even race for a claim); batches with disjoint ids do not wait for each other.
  * A claimed identity stays when the write after it fails (a 503, or a 400 because a concurrent
  * writer claimed the id for another survey): a retry of the same records finds it and agrees.
+ * The order of the steps, and what a kill at each leaves: docs/architecture.md.
  */
 import { invalid, type Issue } from '../errors.ts';
 import { agree, type Identity } from './identity.ts';

@@ -1,6 +1,7 @@
 /**
  * The pending-mark protocol of the rollups (schema/020-survey-rollups.sql), for its writers and its
- * readers alike: the one module that writes or reads survey_rollup_pending.
+ * readers alike: the one module that writes or reads survey_rollup_pending (docs/architecture.md,
+ * "The rollups").
  *
  * Invariant: a slice row of survey_rollup is trusted only while the marks of its hours sum to 0.
  *   - A writer adds +1 to every hour slice it is about to change (addMarks) BEFORE it writes
