@@ -17,8 +17,8 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import type { CompiledQuery, RunQuery } from '../../src/clickhouse/sql.ts';
 import { DASHBOARD_QUERY_CACHE_SETTINGS } from '../../src/clickhouse/result-cache.ts';
 import { aggregationBodySchema, runAggregation } from '../../src/responses/aggregation.ts';
-import { QUERY_SETTINGS, scopeOf, type Scope } from '../../src/responses/compile.ts';
-import { queryScopeSchema, searchBodySchema, parseSurveyIds, type QueryScopeBody } from '../../src/responses/filters.ts';
+import { QUERY_SETTINGS, selectionOf, type ResponseSelection } from '../../src/responses/compile.ts';
+import { selectionSchema, searchBodySchema, parseSurveyIds, type SelectionBody } from '../../src/responses/filters.ts';
 import type { GroupByRule } from '../../src/responses/group-by.ts';
 import { MICROS_PER_DAY, formatMicros, parseInstantMicros } from '../../src/query/histogram.ts';
 import { runSearch } from '../../src/responses/search.ts';
@@ -56,8 +56,8 @@ export function benchRange(data: Dataset, variant: number): { start: string; end
   return { start: formatMicros(start), end: formatMicros(end0 - BigInt(variant % 1_000_000)) };
 }
 
-function scopeFor(data: Dataset, surveys: string, parsed: QueryScopeBody): Scope {
-  return scopeOf(data.orgId, parseSurveyIds(surveys), parsed);
+function scopeFor(data: Dataset, surveys: string, parsed: SelectionBody): ResponseSelection {
+  return selectionOf(data.orgId, parseSurveyIds(surveys), parsed);
 }
 
 function searchCase(data: Dataset, name: string, filters: unknown[], surveys = '*'): BenchCase {
@@ -82,7 +82,7 @@ function summaryCase(data: Dataset, name: string, surveys = '*'): BenchCase {
     surveys,
     body,
     direct: async (exec, i) => {
-      await runSummary(exec, scopeFor(data, surveys, v.parse(queryScopeSchema, body(i))));
+      await runSummary(exec, scopeFor(data, surveys, v.parse(selectionSchema, body(i))));
     },
   };
 }

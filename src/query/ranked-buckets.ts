@@ -47,7 +47,7 @@ export function checkDenseBuckets(plans: readonly ({ readonly starts: readonly u
 }
 
 export interface RankedBucketsSpec {
-  /** `FROM ... WHERE ...`: the scoped source (its placeholders are in the same ParamBag). */
+  /** `FROM ... WHERE ...`: the guarded source (its placeholders are in the same ParamBag). */
   source: string;
   /**
    * One key expression per level (from code; values as placeholders). Never one the engine can

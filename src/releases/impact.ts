@@ -21,14 +21,14 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { DT64, ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import { conflict, notFound } from '../errors.ts';
-import { EventSource, type EventScope } from '../events/read/source.ts';
+import { EventSource, type EventSelection } from '../events/read/source.ts';
 import { countDifference, proportionDifference, round, roundInterval, wilsonInterval } from '../metrics/statistics.ts';
 import { MICROS_PER_DAY, formatDbMicros, formatMicros, parseInstantMicros } from '../query/histogram.ts';
 import { requestRunners } from '../query/request-cache.ts';
 import { RANKED_BUCKETS_SETTINGS } from '../query/ranked-buckets.ts';
 import { UUID_PATTERN } from '../uuid.ts';
 import { runAggregation, countsByPath } from '../responses/aggregation.ts';
-import { scopeOf } from '../responses/compile.ts';
+import { selectionOf } from '../responses/compile.ts';
 import type { GroupByRule } from '../responses/group-by.ts';
 import { METRIC_NAMES, metricsResultSchema, shapeMetrics, type Metrics } from '../responses/metrics.ts';
 import type { Scope as TokenScope } from '../tokens/tokens.ts';
@@ -115,7 +115,7 @@ const BY_SURVEY: readonly GroupByRule[] = [{ kind: 'survey_id', field: 'survey_i
 async function surveyPart(run: RunQuery, fresh: RunQuery, orgId: string, w: ImpactWindows, surveyIds: readonly string[] | undefined) {
   // The survey aggregation by survey with every metric: its top level is the whole window.
   const read = (r: { start: bigint; end: bigint }) =>
-    runAggregation(run, scopeOf(orgId, surveyIds ? [...surveyIds] : '*', { filters_bool: 'AND', filters: [], range: { field: 'created_at', start: formatDbMicros(r.start), end: formatDbMicros(r.end) } }), BY_SURVEY, { metrics: METRIC_NAMES, fresh });
+    runAggregation(run, selectionOf(orgId, surveyIds ? [...surveyIds] : '*', { filters_bool: 'AND', filters: [], range: { field: 'created_at', start: formatDbMicros(r.start), end: formatDbMicros(r.end) } }), BY_SURVEY, { metrics: METRIC_NAMES, fresh });
   const [before, after] = await Promise.all([read(w.before), read(w.after)]);
   const b = countsByPath(BY_SURVEY, before.rows);
   const a = countsByPath(BY_SURVEY, after.rows);
@@ -132,7 +132,7 @@ async function surveyPart(run: RunQuery, fresh: RunQuery, orgId: string, w: Impa
 
 // --- events ------------------------------------------------------------------------------------------
 
-const eventScope = (orgId: string, w: ImpactWindows, filters: EventScope['filters']): EventScope => ({
+const eventScope = (orgId: string, w: ImpactWindows, filters: EventSelection['filters']): EventSelection => ({
   orgId, filtersBool: 'AND', filters, range: { start: formatDbMicros(w.before.start), end: formatDbMicros(w.after.end) },
 });
 

@@ -1,7 +1,7 @@
 /**
  * The one source every read of `releases` starts from: `FROM releases WHERE org_id = <token's
  * org>`, so no query of the table can forget the organization (as the survey responses'
- * fromScope and the events' EventSource). Callers append `AND ...` conditions or ORDER BY.
+ * fromSelection and the events' EventSource). Callers append `AND ...` conditions or ORDER BY.
  */
 import { DT64, type ParamBag } from '../clickhouse/sql.ts';
 import { TenantOrg } from '../clickhouse/tenant.ts';

@@ -16,13 +16,13 @@ import type { HistogramPlan } from '../query/histogram.ts';
 import { MAX_RESPONSE_BUCKETS, checkDenseBuckets, compileRankedBuckets } from '../query/ranked-buckets.ts';
 import { answersCheckSql } from './answer-rollups.ts';
 import { checkedRows, rollupGrain, runAggregation, weightedSource, type AggregationOptions, type AggregationRow } from './aggregation.ts';
-import type { Scope } from './compile.ts';
+import type { ResponseSelection } from './compile.ts';
 import { MAX_TERMS_BUCKETS, type GroupByRule } from './group-by.ts';
 import { WEIGHTED_METRIC_ROW, metricAggregates, type MetricName } from './metrics.ts';
-import { rollupWindow, runWithPending, type Pending, type RollupWindow } from './rollups/read.ts';
+import { rollupCover, runWithPending, type Pending, type RollupCover } from './rollups/read.ts';
 
 export interface Period {
-  readonly scope: Scope;
+  readonly scope: ResponseSelection;
   /** The series of each date level over this period's range (undefined for the other levels). */
   readonly plans: readonly (HistogramPlan | undefined)[];
 }
@@ -31,7 +31,7 @@ export interface Period {
  * Depth d + 1 rows of the periods' ROLLUP are the depth d rows of one period (k1 its index, k2..
  * its bucket keys); depth 0 (all periods together) is not used.
  */
-export function compilePeriods(periods: readonly (Period & { rollup: RollupWindow })[], rules: readonly GroupByRule[], metrics: readonly MetricName[]): CompiledQuery {
+export function compilePeriods(periods: readonly (Period & { rollup: RollupCover })[], rules: readonly GroupByRule[], metrics: readonly MetricName[]): CompiledQuery {
   const bag = new ParamBag();
   const checks: string[] = [];
   const sources = periods.map((p, i) => {
@@ -93,7 +93,7 @@ export async function runPeriods(run: RunQuery, periods: readonly Period[], rule
   const rows = periods.reduce((n, p) => n + maxPeriodRows(rules, p.plans), 1);
   if (periods.length < 2 || grains.some((g) => g === null) || rows > MAX_RESPONSE_BUCKETS + 1) return separately();
   const compile = (pending: Pending) => {
-    const windows = periods.map((p, i) => rollupWindow(p.scope.range, pending, grains[i]!));
+    const windows = periods.map((p, i) => rollupCover(p.scope.range, pending, grains[i]!));
     return windows.every((w) => w !== null) ? compilePeriods(periods.map((p, i) => ({ ...p, rollup: windows[i]! })), rules, metrics) : null;
   };
   const found = await runWithPending<AggregationRow>(run, options.fresh ?? run, periods[0].scope.orgId, compile);

@@ -21,7 +21,7 @@ import {
   countsByPath, planLevels, runAggregation, shapeAggregation, type AggregationResult, type AggregationRow, type LevelResult,
 } from './aggregation.ts';
 import { runPeriods } from './aggregation-periods.ts';
-import type { Scope } from './compile.ts';
+import type { ResponseSelection } from './compile.ts';
 import type { GroupByRule } from './group-by.ts';
 import type { MetricName } from './metrics.ts';
 import type { ReadOptions } from './rollups/read.ts';
@@ -45,7 +45,7 @@ interface RequestRows {
 }
 
 /** The main range in µs: compare needs both ends (a comparison is defined relative to them). */
-function mainRange(scope: Scope): MicrosRange {
+function mainRange(scope: ResponseSelection): MicrosRange {
   const start = scope.range?.start !== undefined ? parseInstantMicros(scope.range.start) : null;
   const end = scope.range?.end !== undefined ? parseInstantMicros(scope.range.end) : null;
   if (start === null || end === null) {
@@ -55,7 +55,7 @@ function mainRange(scope: Scope): MicrosRange {
 }
 
 /** The rows of every period, and the releases in the union of their date levels' ranges. */
-export async function runAggregationRequest(run: RunQuery, scope: Scope, request: AggregationRequest, options: ReadOptions = {}): Promise<RequestRows> {
+export async function runAggregationRequest(run: RunQuery, scope: ResponseSelection, request: AggregationRequest, options: ReadOptions = {}): Promise<RequestRows> {
   const { rules, metrics = [] } = request;
   const fresh = options.fresh ?? run;
   // With both range ends the series come from the range alone (no data bounds to read): the
@@ -71,7 +71,7 @@ export async function runAggregationRequest(run: RunQuery, scope: Scope, request
     const range = mainRange(scope);
     const plans = planLevels(rules, scope.range, {});
     const comparisons = planComparisons(request.compare, range, plans);
-    const shifted = comparisons.map((c): Scope => ({ ...scope, range: { start: formatDbMicros(c.range.start), end: formatDbMicros(c.range.end) } }));
+    const shifted = comparisons.map((c): ResponseSelection => ({ ...scope, range: { start: formatDbMicros(c.range.start), end: formatDbMicros(c.range.end) } }));
     // Every period in one query where the rollups serve them all (aggregation-periods.ts).
     const rows = runPeriods(run, [{ scope, plans }, ...comparisons.map((c, i) => ({ scope: shifted[i], plans: c.plans }))], rules, { ...options, metrics });
     periods = [
@@ -107,7 +107,7 @@ export function shapeAggregationRequest(request: AggregationRequest, rows: Reque
 }
 
 /** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed scope and request. */
-export async function aggregate(client: ClickHouseClient, scope: Scope, request: AggregationRequest, options: ReadOptions = {}): Promise<{ result: AggregationResult; watermark: number }> {
+export async function aggregate(client: ClickHouseClient, scope: ResponseSelection, request: AggregationRequest, options: ReadOptions = {}): Promise<{ result: AggregationResult; watermark: number }> {
   const started = performance.now();
   // Cached as a whole request (src/query/request-cache.ts): the bounds, pending marks and releases
   // it read are those its rows were computed with. They are read without any cache; the grouped

@@ -29,9 +29,9 @@
  */
 import * as v from 'valibot';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
-import { fromScope, type Scope } from './compile.ts';
-import { rawRowsSql } from './scope-rows.ts';
-import { COMPLETION_VALUES, queryScopeEntries } from './filters.ts';
+import { fromSelection, type ResponseSelection } from './compile.ts';
+import { rawRowsSql } from './selection-rows.ts';
+import { COMPLETION_VALUES, selectionEntries } from './filters.ts';
 import { ignored, jsonObject } from '../validation.ts';
 import { compareSchema } from '../metrics/compare.ts';
 import { answerGroupFilter, answersCompleteColumn, completeRows } from './answer-rollups.ts';
@@ -55,7 +55,7 @@ import { checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountS
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
 import { filtersServable, groupsFromTotals, rollupAnswersSql, rollupGroupsSql, type GroupColumn } from './rollups/groups.ts';
-import { grainOf, rollupWindow, rulesServable, runWithPending, type Pending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { grainOf, rollupCover, rulesServable, runWithPending, type Pending, type ReadOptions, type RollupCover } from './rollups/read.ts';
 import type { Span } from './rollups/slices.ts';
 
 export { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
@@ -66,7 +66,7 @@ import { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
  * and `offset` are accepted and ignored, any other field is a 400.
  */
 export const aggregationBodySchema = v.pipe(
-  jsonObject({ ...queryScopeEntries, group_by: groupBySchema, metrics: v.optional(metricsSchema), compare: v.optional(compareSchema), size: ignored, offset: ignored }, 'the aggregation body'),
+  jsonObject({ ...selectionEntries, group_by: groupBySchema, metrics: v.optional(metricsSchema), compare: v.optional(compareSchema), size: ignored, offset: ignored }, 'the aggregation body'),
   v.transform(({ size: _size, offset: _offset, ...body }) => body),
 );
 export type AggregationBody = v.InferOutput<typeof aggregationBodySchema>;
@@ -101,15 +101,15 @@ export interface AggregationResult {
 // --- (1) data bounds -------------------------------------------------------------------------------
 
 /** Date fields whose series needs a bound the range does not give. */
-export function fieldsNeedingBounds(rules: readonly GroupByRule[], range: Scope['range']): DateField[] {
+export function fieldsNeedingBounds(rules: readonly GroupByRule[], range: ResponseSelection['range']): DateField[] {
   if (range?.start !== undefined && range?.end !== undefined) return [];
   return [...new Set(rules.filter((r): r is DateRule => r.kind === 'date').map((r) => r.field))];
 }
 
 /** `SELECT min_0, max_0, ...` of each field, as DateTime64 text (NULL when no response has one). */
-export function compileBounds(scope: Scope, fields: readonly DateField[]): CompiledQuery {
+export function compileBounds(scope: ResponseSelection, fields: readonly DateField[]): CompiledQuery {
   const bag = new ParamBag();
-  const source = fromScope(scope, bag);
+  const source = fromSelection(scope, bag);
   const columns = fields.flatMap((f, i) => {
     const col = DATE_FIELD_COLUMNS[f];
     return [`toString(minOrNull(${col})) AS min_${i}`, `toString(maxOrNull(${col})) AS max_${i}`];
@@ -129,7 +129,7 @@ export function readBounds(fields: readonly DateField[], row: Record<string, str
 // --- (2) series plans ------------------------------------------------------------------------------
 
 /** The series of each date level (undefined for the other levels). */
-export function planLevels(rules: readonly GroupByRule[], range: Scope['range'], bounds: Bounds): (HistogramPlan | undefined)[] {
+export function planLevels(rules: readonly GroupByRule[], range: ResponseSelection['range'], bounds: Bounds): (HistogramPlan | undefined)[] {
   return rules.map((rule) => (rule.kind === 'date' ? planSeries(range, bounds[rule.field], rule.minInterval, rule.buckets) : undefined));
 }
 
@@ -143,7 +143,7 @@ export type AggregationRow = BucketRow;
  * summed doc_count of the siblings beyond the first 100. Only rows under kept ancestors are returned.
  */
 export function compileAggregation(
-  scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupWindow, metrics: readonly MetricName[] = [],
+  scope: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupCover, metrics: readonly MetricName[] = [],
 ): CompiledQuery {
   const bag = new ParamBag();
   if (rollup) {
@@ -153,7 +153,7 @@ export function compileAggregation(
     const ranked = compileRankedBuckets({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit, bounded: boundedLevels(rules) });
     return compiled(`SELECT *${answersCompleteColumn(scope, rollup, bag, fromTotals)} FROM (${ranked})`, bag);
   }
-  const source = fromScope(scope, bag);
+  const source = fromSelection(scope, bag);
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
   const metricColumns = metricAggregates(metrics, RAW_METRIC_ROW, firstFlagsPerDepth(rules));
@@ -188,7 +188,7 @@ function firstFlagsPerDepth(rules: readonly GroupByRule[]): string[] {
  * `fromTotals`: whether the rollup groups came from the slice totals (for the answers' completeness check).
  */
 export function weightedSource(
-  scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupWindow, bag: ParamBag, metrics: readonly MetricName[],
+  scope: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupCover, bag: ParamBag, metrics: readonly MetricName[],
 ): { source: string; keys: string[]; count: string; fromTotals: boolean } {
   const n = rules.length;
   const depths = Array.from({ length: n + 1 }, (_, d) => d);
@@ -198,7 +198,7 @@ export function weightedSource(
     rules.map((rule, i) => `${rule.kind === 'answer' ? answerKey : levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
 
   const sources: string[] = [];
-  // The raw rows the rollup does not answer (scope-rows.ts), one by one.
+  // The raw rows the rollup does not answer (selection-rows.ts), one by one.
   const raw = rawRowsSql(scope, bag, rollup);
   if (raw !== undefined) {
     const rawKeys = rules.map((rule, i) => `${levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
@@ -293,7 +293,7 @@ export interface AggregationOptions extends ReadOptions {
  * they cannot serve it and the raw table answers. An answer filter's groups hold no other
  * question's answers: no `answer` level with it (answer-rollups.ts).
  */
-export function rollupGrain(scope: Scope, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly MetricName[], options: ReadOptions): Span | null {
+export function rollupGrain(scope: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly MetricName[], options: ReadOptions): Span | null {
   const answerFiltered = answerGroupFilter(scope) !== undefined && rules.some((r) => r.kind === 'answer');
   return options.rollups !== false && filtersServable(scope) && !answerFiltered && rulesServable(rules) && metricsServable(rules, metrics) ? grainOf(plans) : null;
 }
@@ -303,12 +303,12 @@ export function rollupGrain(scope: Scope, rules: readonly GroupByRule[], plans: 
  * null when one was incomplete. The check rides on the rows: with none (no bucket, not even the
  * total), nothing said the slices were complete.
  */
-export function checkedRows(scope: Scope, rows: readonly AggregationRow[]): AggregationRow[] | null {
+export function checkedRows(scope: ResponseSelection, rows: readonly AggregationRow[]): AggregationRow[] | null {
   return rows.length === 0 && answerGroupFilter(scope) ? null : completeRows(rows);
 }
 
 /** The data bounds when a histogram needs them, the plans, then the grouped query. */
-export async function runAggregation(run: RunQuery, scope: Scope, rules: readonly GroupByRule[], options: AggregationOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
+export async function runAggregation(run: RunQuery, scope: ResponseSelection, rules: readonly GroupByRule[], options: AggregationOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
   const metrics = options.metrics ?? [];
   const needBounds = options.plans ? [] : fieldsNeedingBounds(rules, scope.range);
   const bounds = needBounds.length ? readBounds(needBounds, (await (options.fresh ?? run)<Record<string, string | null>>(compileBounds(scope, needBounds)))[0]) : {};
@@ -317,7 +317,7 @@ export async function runAggregation(run: RunQuery, scope: Scope, rules: readonl
   // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
   const grain = rollupGrain(scope, rules, plans, metrics, options);
   if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics)) };
-  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupWindow(scope.range, pending, grain) ?? undefined, metrics);
+  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupCover(scope.range, pending, grain) ?? undefined, metrics);
   const rows = (await runWithPending<AggregationRow>(run, options.fresh ?? run, scope.orgId, compile))!;
   return { plans, rows: checkedRows(scope, rows) ?? (await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics))) };
 }

@@ -22,16 +22,16 @@
  */
 import type { ParamBag } from '../clickhouse/sql.ts';
 import type { AnswerFilterNode } from './answer-filter.ts';
-import type { Scope } from './compile.ts';
+import type { ResponseSelection } from './compile.ts';
 import type { FilterNode } from './filters.ts';
-import { fromSlicesSql, rollupRowsSql, type RollupWindow } from './rollups/read.ts';
+import { fromSlicesSql, rollupRowsSql, type RollupCover } from './rollups/read.ts';
 
 const DIMENSION_KINDS: ReadonlySet<FilterNode['kind']> = new Set(['completion', 'language', 'channel_id']);
 
 type EqAnswer = Extract<AnswerFilterNode, { values: readonly string[] }>;
 
 /** The answer filter the answer groups serve, and the dimension filters beside it; undefined when not servable. */
-export function answerGroupFilter(scope: Scope): { answer: EqAnswer; dimensions: readonly FilterNode[] } | undefined {
+export function answerGroupFilter(scope: ResponseSelection): { answer: EqAnswer; dimensions: readonly FilterNode[] } | undefined {
   const answers = scope.filters.filter((f) => f.kind === 'answer');
   if (answers.length !== 1) return undefined;
   const [answer] = answers;
@@ -42,16 +42,16 @@ export function answerGroupFilter(scope: Scope): { answer: EqAnswer; dimensions:
 }
 
 /** The one `eq` answer filter alone (no other filter): the answer totals (schema/111) serve it. */
-export function answerTotalsFilter(scope: Scope): EqAnswer | undefined {
+export function answerTotalsFilter(scope: ResponseSelection): EqAnswer | undefined {
   const found = answerGroupFilter(scope);
   return found && found.dimensions.length === 0 ? found.answer : undefined;
 }
 
 /** The current version of each slice of the window: `(span, survey_id, start, version)` rows of survey_rollup FINAL. */
-const currentSlicesSql = (scope: Scope, w: RollupWindow, bag: ParamBag) => `SELECT span, survey_id, start, version ${fromSlicesSql('survey_rollup', scope, w, bag)}`;
+const currentSlicesSql = (scope: ResponseSelection, w: RollupCover, bag: ParamBag) => `SELECT span, survey_id, start, version ${fromSlicesSql('survey_rollup', scope, w, bag)}`;
 
 /** The answer totals' key of the filter's answer. */
-function answerKeySql(scope: Scope, bag: ParamBag): string {
+function answerKeySql(scope: ResponseSelection, bag: ParamBag): string {
   const answer = answerTotalsFilter(scope)!;
   return `question_id = ${bag.add(answer.question, 'String')} AND value = ${bag.add(answer.values[0], 'String')}`;
 }
@@ -65,7 +65,7 @@ const MARKER_KEY = "question_id = '' AND value = ''";
  * a row of an older version is an answer the slice no longer holds. Their completeness is
  * answerTotalsCompleteSql's (or answerTotalsJoinedSql's) to check.
  */
-export function answerTotalsRowsSql(scope: Scope, w: RollupWindow, bag: ParamBag, arrayJoin?: string): string {
+export function answerTotalsRowsSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag, arrayJoin?: string): string {
   return (
     `${fromSlicesSql('survey_rollup_answers', scope, w, bag, arrayJoin ? [`ARRAY JOIN ${arrayJoin}`] : [])} AND ${answerKeySql(scope, bag)} ` +
     `AND (span, survey_id, start, version) IN (${currentSlicesSql(scope, w, bag)})`
@@ -81,7 +81,7 @@ export function answerTotalsRowsSql(scope: Scope, w: RollupWindow, bag: ParamBag
  * the marker are empty and those of a missing row the defaults (0, empty maps), so sums over the
  * joined rows are the answer's alone.
  */
-function answerTotalsJoinedSql(scope: Scope, w: RollupWindow, bag: ParamBag, columns: string, incomplete: string): string {
+function answerTotalsJoinedSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag, columns: string, incomplete: string): string {
   const entries = columns ? `((${answerKeySql(scope, bag)}) OR (${MARKER_KEY}))` : MARKER_KEY;
   const picked = columns ? ', t_rows, t_completion, t_end_reason, t_language, t_support, t_nps, t_csat, t_ces' : '';
   return (
@@ -97,11 +97,11 @@ function answerTotalsJoinedSql(scope: Scope, w: RollupWindow, bag: ParamBag, col
  * and `b_incomplete`, the slices of the window whose answer totals are missing or incomplete
  * (more than 0: the caller reads the raw table). One query, no second read for the check.
  */
-export const answerTotalsSummarySql = (scope: Scope, w: RollupWindow, bag: ParamBag, columns: string): string =>
+export const answerTotalsSummarySql = (scope: ResponseSelection, w: RollupCover, bag: ParamBag, columns: string): string =>
   answerTotalsJoinedSql(scope, w, bag, columns, 'b_incomplete');
 
 /** A scalar: 1 when every slice of the window has complete answer totals (schema/111), else 0. */
-export const answerTotalsCompleteSql = (scope: Scope, w: RollupWindow, bag: ParamBag): string =>
+export const answerTotalsCompleteSql = (scope: ResponseSelection, w: RollupCover, bag: ParamBag): string =>
   `(SELECT incomplete = 0 FROM (${answerTotalsJoinedSql(scope, w, bag, '', 'incomplete')}))`;
 
 /**
@@ -109,7 +109,7 @@ export const answerTotalsCompleteSql = (scope: Scope, w: RollupWindow, bag: Para
  * columns of rollupGroupsSql (survey_id, created_at, channel_id, completion, end_reason,
  * language, hf_support, x_rows, x_nps, x_csat, x_ces); the dimension filters apply to them.
  */
-export function answerGroupsSql(scope: Scope, w: RollupWindow, bag: ParamBag): string {
+export function answerGroupsSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag): string {
   const found = answerGroupFilter(scope)!;
   const q = bag.add(found.answer.question, 'String');
   const value = bag.add(found.answer.values[0], 'String');
@@ -136,7 +136,7 @@ export function answerGroupsSql(scope: Scope, w: RollupWindow, bag: ParamBag): s
 }
 
 /** A scalar: 1 when every slice row of the window holding the question holds its score arrays (schema/110), else 0. */
-export function answersCompleteSql(scope: Scope, w: RollupWindow, bag: ParamBag): string {
+export function answersCompleteSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag): string {
   const q = bag.add(answerGroupFilter(scope)!.answer.question, 'String');
   return `(SELECT countIf(length(a_nps) != length(a_question_id)) = 0 ${rollupRowsSql({ ...scope, filters: [] }, w, bag)} AND has(a_question_id, ${q}))`;
 }
@@ -146,13 +146,13 @@ export function answersCompleteSql(scope: Scope, w: RollupWindow, bag: ParamBag)
  * came from the answer totals (`fromTotals`: rollups/read.ts groupsFromTotals), answersCompleteSql
  * when from the answer groups; undefined for a scope without a served answer filter.
  */
-export function answersCheckSql(scope: Scope, w: RollupWindow | undefined, bag: ParamBag, fromTotals: boolean): string | undefined {
+export function answersCheckSql(scope: ResponseSelection, w: RollupCover | undefined, bag: ParamBag, fromTotals: boolean): string | undefined {
   if (!w || !answerGroupFilter(scope)) return undefined;
   return fromTotals && answerTotalsFilter(scope) ? answerTotalsCompleteSql(scope, w, bag) : answersCompleteSql(scope, w, bag);
 }
 
 /** answersCheckSql as the column `answers_complete` of a query's row ('' when there is none). */
-export function answersCompleteColumn(scope: Scope, w: RollupWindow | undefined, bag: ParamBag, fromTotals: boolean): string {
+export function answersCompleteColumn(scope: ResponseSelection, w: RollupCover | undefined, bag: ParamBag, fromTotals: boolean): string {
   const check = answersCheckSql(scope, w, bag, fromTotals);
   return check ? `, ${check} AS answers_complete` : '';
 }

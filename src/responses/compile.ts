@@ -9,9 +9,9 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import { DT64, ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
 import { TenantOrg } from '../clickhouse/tenant.ts';
 import { scalarAsNumber, textBeforeAfterSql } from '../query/filter-args.ts';
-import type { FilterNode, QueryScopeBody, Scalar } from './filters.ts';
+import type { FilterNode, SelectionBody, Scalar } from './filters.ts';
 import { pageWindowAnchor, smallestWindowHolding, windowCountColumns, windowStartsBefore } from '../query/page-windows.ts';
-import { compileScopeWhere } from '../query/scope.ts';
+import { compileSelectionWhere } from '../query/selection.ts';
 import { READ_SETTINGS } from '../query/settings.ts';
 import { answerFilterSql } from './answer-filter.ts';
 import { STORED_COLUMNS_SQL } from './stored-doc.ts';
@@ -19,7 +19,7 @@ import { STORED_COLUMNS_SQL } from './stored-doc.ts';
 /** Resource limits of every survey-response query: the query language's read limits (src/query/settings.ts). */
 export const QUERY_SETTINGS: ClickHouseSettings = READ_SETTINGS;
 
-export interface Scope {
+export interface ResponseSelection {
   orgId: string;
   surveyIds: string[] | '*';
   filtersBool: 'AND' | 'OR';
@@ -35,7 +35,7 @@ export interface ResponsePosition {
 }
 
 /** The scope of a read: the token's organization, the path's survey list, the body's filters and range. */
-export function scopeOf(orgId: string, surveyIds: Scope['surveyIds'], body: QueryScopeBody): Scope {
+export function selectionOf(orgId: string, surveyIds: ResponseSelection['surveyIds'], body: SelectionBody): ResponseSelection {
   return { orgId, surveyIds, filtersBool: body.filters_bool, filters: body.filters, range: body.range };
 }
 
@@ -44,10 +44,10 @@ export function scopeOf(orgId: string, surveyIds: Scope['surveyIds'], body: Quer
  * then the filters joined by filtersBool in parentheses. Range bounds are inclusive DateTime64
  * texts ('YYYY-MM-DD HH:MM:SS.ffffff', as rangeSchema produces them).
  */
-export function compileScope(scope: Scope, bag: ParamBag): string {
+export function compileSelection(scope: ResponseSelection, bag: ParamBag): string {
   const org = new TenantOrg(scope.orgId, bag);
   const extra = scope.surveyIds !== '*' ? [`survey_id IN ${bag.add(scope.surveyIds, 'Array(UUID)')}`] : [];
-  return compileScopeWhere(scope, bag, { org, table: 'survey_responses', time: 'created_at', extra, filter: (f) => compileFilter(f, bag) });
+  return compileSelectionWhere(scope, bag, { org, table: 'survey_responses', time: 'created_at', extra, filter: (f) => compileFilter(f, bag) });
 }
 
 /**
@@ -58,8 +58,8 @@ export function compileScope(scope: Scope, bag: ParamBag): string {
  * `prewhere` may only test columns of the sorting key (created_at, survey_id): every version of a
  * response shares them, so filtering before FINAL keeps or drops its versions together.
  */
-export function fromScope(scope: Scope, bag: ParamBag, prewhere?: (bag: ParamBag) => string | undefined): string {
-  const where = compileScope(scope, bag);
+export function fromSelection(scope: ResponseSelection, bag: ParamBag, prewhere?: (bag: ParamBag) => string | undefined): string {
+  const where = compileSelection(scope, bag);
   const before = prewhere?.(bag);
   return `FROM survey_responses FINAL${before ? ` PREWHERE ${before}` : ''} WHERE ${where}`;
 }
@@ -268,9 +268,9 @@ function afterSql(after: ResponsePosition, bag: ParamBag): string {
  * match is older than the largest window (an org whose responses stopped over a year before the
  * range end), the page windows are taken before it instead (search.ts), not the whole scope.
  */
-export function compileSearchCount(scope: Scope, windowStarts: readonly string[], after?: ResponsePosition): CompiledQuery {
+export function compileSearchCount(scope: ResponseSelection, windowStarts: readonly string[], after?: ResponsePosition): CompiledQuery {
   const bag = new ParamBag();
-  const source = fromScope(scope, bag);
+  const source = fromSelection(scope, bag);
   if (!after) {
     const windows = windowCountColumns('created_at', windowStarts, bag);
     const newest = windowStarts.length > 0 ? ', toString(max(created_at)) AS newest' : '';
@@ -289,9 +289,9 @@ export function compileSearchCount(scope: Scope, windowStarts: readonly string[]
  * with each one's position (`c`, `i`: the next cursor); with
  * `windowStart` (a DateTime64 text), only from that instant on; with `after`, only after it.
  */
-export function compileSearchPage(scope: Scope, size: number, offset: number, windowStart?: string, after?: ResponsePosition): CompiledQuery {
+export function compileSearchPage(scope: ResponseSelection, size: number, offset: number, windowStart?: string, after?: ResponsePosition): CompiledQuery {
   const bag = new ParamBag();
-  const source = fromScope(scope, bag);
+  const source = fromSelection(scope, bag);
   const window = windowStart === undefined ? '' : ` AND created_at >= ${bag.add(windowStart, DT64)}`;
   const position = after ? ` AND ${afterSql(after, bag)}` : '';
   return compiled(

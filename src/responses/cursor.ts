@@ -10,19 +10,19 @@
  */
 import { decodeOpaqueCursor, encodeOpaqueCursor, searchFingerprint } from '../query/cursor.ts';
 import { UUID_PATTERN } from '../uuid.ts';
-import type { ResponsePosition, Scope } from './compile.ts';
+import type { ResponsePosition, ResponseSelection } from './compile.ts';
 
 /** Organization, surveys, filters and range (not size or offset). */
-const fingerprintOf = (scope: Scope) =>
+const fingerprintOf = (scope: ResponseSelection) =>
   searchFingerprint([scope.orgId, scope.surveyIds, scope.filtersBool, scope.filters, scope.range?.start ?? null, scope.range?.end ?? null]);
 
-export function encodeCursor(position: ResponsePosition, scope: Scope): string {
+export function encodeCursor(position: ResponsePosition, scope: ResponseSelection): string {
   return encodeOpaqueCursor({ c: position.createdAt, i: position.id }, fingerprintOf(scope));
 }
 
 const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}$/;
 
-export function decodeCursor(cursor: string, scope: Scope): ResponsePosition {
+export function decodeCursor(cursor: string, scope: ResponseSelection): ResponsePosition {
   const p = decodeOpaqueCursor(
     cursor,
     fingerprintOf(scope),

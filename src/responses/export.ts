@@ -19,7 +19,7 @@ import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import { StringDecoder } from 'node:string_decoder';
 import { DT64, ParamBag, compiled } from '../clickhouse/sql.ts';
-import { fromScope, QUERY_SETTINGS, type Scope } from './compile.ts';
+import { fromSelection, QUERY_SETTINGS, type ResponseSelection } from './compile.ts';
 import { responseRecordSchema, type ResponseRecord } from './record-schema.ts';
 import { rebuildRecord, STORED_COLUMNS_SQL, type StoredColumns } from './stored-doc.ts';
 import { csvLine, EXPORT_SLICE_SETTINGS, planDaySlices, SLICE_ROWS, type ExportFormat } from '../query/export.ts';
@@ -34,23 +34,23 @@ export const CSV_COLUMNS: readonly string[] = Object.keys(responseRecordSchema.p
  * slices are planned before the answer starts, so a refused scope (too many rows to read, engine
  * down) is still an error status rather than a cut stream.
  */
-export async function exportResponses(client: ClickHouseClient, scope: Scope, format: ExportFormat, signal: AbortSignal, sliceRows = SLICE_ROWS): Promise<Readable> {
+export async function exportResponses(client: ClickHouseClient, scope: ResponseSelection, format: ExportFormat, signal: AbortSignal, sliceRows = SLICE_ROWS): Promise<Readable> {
   const plan = await slices(client, scope, signal, sliceRows);
   return Readable.from(format === 'csv' ? csvChunks(client, scope, plan, signal) : ndjsonChunks(client, scope, plan, signal), { objectMode: false });
 }
 
 /** Time slices [from, to) as DateTime64 texts, newest first, each about SLICE_ROWS responses. */
-async function slices(client: ClickHouseClient, scope: Scope, signal: AbortSignal, sliceRows: number): Promise<Array<[string, string]>> {
+async function slices(client: ClickHouseClient, scope: ResponseSelection, signal: AbortSignal, sliceRows: number): Promise<Array<[string, string]>> {
   const bag = new ParamBag();
   // toDate32: created_at may be before 1970 (the API accepts 1900 on).
-  const q = compiled(`SELECT toString(toDate32(created_at)) AS d, count() AS n ${fromScope(scope, bag)} GROUP BY d ORDER BY d DESC`, bag);
+  const q = compiled(`SELECT toString(toDate32(created_at)) AS d, count() AS n ${fromSelection(scope, bag)} GROUP BY d ORDER BY d DESC`, bag);
   const rs = await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS, abort_signal: signal });
   return planDaySlices(await rs.json<{ d: string; n: string }>(), sliceRows);
 }
 
-function sliceQuery(scope: Scope, [from, to]: [string, string]) {
+function sliceQuery(scope: ResponseSelection, [from, to]: [string, string]) {
   const bag = new ParamBag();
-  const source = fromScope(scope, bag);
+  const source = fromSelection(scope, bag);
   return compiled(`SELECT ${STORED_COLUMNS_SQL} ${source} AND created_at >= ${bag.add(from, DT64)} AND created_at < ${bag.add(to, DT64)} ORDER BY created_at DESC, id DESC`, bag);
 }
 
@@ -59,7 +59,7 @@ function sliceQuery(scope: Scope, [from, to]: [string, string]) {
  * a time. The answer's own socket stream: destroying it (the client went away) cuts the engine's
  * query, where a pooled client's result stream would be drained to its end.
  */
-async function* recordBatches(client: ClickHouseClient, scope: Scope, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<ResponseRecord[]> {
+async function* recordBatches(client: ClickHouseClient, scope: ResponseSelection, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<ResponseRecord[]> {
   for (const slice of plan) {
     const q = sliceQuery(scope, slice);
     const { stream } = await client.exec({ query: `${q.sql} FORMAT JSONEachRow`, query_params: { ...q.params }, clickhouse_settings: EXPORT_SETTINGS, abort_signal: signal });
@@ -79,7 +79,7 @@ async function* recordBatches(client: ClickHouseClient, scope: Scope, plan: Arra
   }
 }
 
-async function* ndjsonChunks(client: ClickHouseClient, scope: Scope, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<string> {
+async function* ndjsonChunks(client: ClickHouseClient, scope: ResponseSelection, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<string> {
   for await (const records of recordBatches(client, scope, plan, signal)) {
     let text = '';
     for (const record of records) text += `${JSON.stringify(record)}\n`;
@@ -87,7 +87,7 @@ async function* ndjsonChunks(client: ClickHouseClient, scope: Scope, plan: Array
   }
 }
 
-async function* csvChunks(client: ClickHouseClient, scope: Scope, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<string> {
+async function* csvChunks(client: ClickHouseClient, scope: ResponseSelection, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<string> {
   yield `${CSV_COLUMNS.join(',')}\r\n`;
   for await (const records of recordBatches(client, scope, plan, signal)) {
     let text = '';

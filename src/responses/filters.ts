@@ -215,7 +215,7 @@ function hiddenFieldNode(f: RawFilter): FilterNode | Problem[] {
 export const rangeSchema = sharedRangeSchema('created_at', 'date or date-time, e.g. 2024-01-02T03:04:05.123456Z');
 
 /** filters_bool, filters, range: the part shared by search, summary and aggregation. */
-export const queryScopeEntries = {
+export const selectionEntries = {
   filters_bool: v.optional(v.picklist(['AND', 'OR'], 'filters_bool must be "AND" or "OR"'), 'AND'),
   filters: v.optional(v.pipe(
     v.array(filterSchema, 'filters must be an array'),
@@ -228,13 +228,13 @@ export const queryScopeEntries = {
  * The summary body: the scope; `size` and `offset` are accepted and ignored (a dashboard may send
  * its search body as is). Any other field is a 400.
  */
-export const queryScopeSchema = v.pipe(
-  jsonObject({ ...queryScopeEntries, size: ignored, offset: ignored }, 'the body'),
+export const selectionSchema = v.pipe(
+  jsonObject({ ...selectionEntries, size: ignored, offset: ignored }, 'the body'),
   v.transform(({ size: _size, offset: _offset, ...scope }) => scope),
 );
 
 export const searchBodySchema = jsonObject({
-  ...queryScopeEntries,
+  ...selectionEntries,
   size: v.optional(v.pipe(
     v.number('size must be an integer'), v.integer('size must be an integer'),
     v.minValue(0, 'size must be 0 to 1000'), v.maxValue(MAX_SIZE, 'size must be 0 to 1000'),
@@ -248,7 +248,7 @@ export const searchBodySchema = jsonObject({
   cursor: v.optional(v.pipe(v.string('cursor must be a string'), v.minLength(1, 'cursor must not be empty'), v.maxLength(1000, 'cursor is not valid'))),
 }, 'the search body');
 
-export type QueryScopeBody = v.InferOutput<typeof queryScopeSchema>;
+export type SelectionBody = v.InferOutput<typeof selectionSchema>;
 export type SearchBody = v.InferOutput<typeof searchBodySchema>;
 
 /** `*` (every survey of the organization) or a comma-separated list of survey UUIDs. */

@@ -14,11 +14,11 @@ import {
   meanDifference, meanInterval, momentsOf, npsDifference, npsInterval, proportionDifference, round, roundInterval, wilsonInterval, type Difference,
 } from '../metrics/statistics.ts';
 import type { ParamBag } from '../clickhouse/sql.ts';
-import type { Scope } from './compile.ts';
+import type { ResponseSelection } from './compile.ts';
 import { COMPLETION_VALUES, type Completion } from './filters.ts';
 import { isMultiValued, type GroupByRule } from './group-by.ts';
 import { rollupGroupsSql, totalsRowsSql, totalsServable, type GroupColumn } from './rollups/groups.ts';
-import type { RollupWindow } from './rollups/read.ts';
+import type { RollupCover } from './rollups/read.ts';
 import { SCALES, roundRatio, type SummaryRow } from './summary.ts';
 
 export const METRIC_NAMES = ['nps', 'csat', 'ces', 'completion'] as const;
@@ -123,7 +123,7 @@ export function metricAggregates(names: readonly MetricName[], row: MetricRowSql
 }
 
 /** Whether rollupMetricGroupsSql answers from the slice totals: no group column asked, and a scope they serve. */
-export const metricGroupsFromTotals = (scope: Scope, columns: readonly GroupColumn[]): boolean => columns.length === 0 && totalsServable(scope);
+export const metricGroupsFromTotals = (scope: ResponseSelection, columns: readonly GroupColumn[]): boolean => columns.length === 0 && totalsServable(scope);
 
 /**
  * The rollup groups with their metric counts (GROUP_METRIC_ROW) and the group columns the levels
@@ -131,7 +131,7 @@ export const metricGroupsFromTotals = (scope: Scope, columns: readonly GroupColu
  * answer totals of schema/111 with one answer `eq`), one row per slice, its score and completion
  * maps as they are stored.
  */
-export function rollupMetricGroupsSql(scope: Scope, w: RollupWindow, bag: ParamBag, columns: readonly GroupColumn[], names: readonly MetricName[]): string {
+export function rollupMetricGroupsSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag, columns: readonly GroupColumn[], names: readonly MetricName[]): string {
   if (metricGroupsFromTotals(scope, columns)) {
     return (
       'SELECT survey_id, start AS created_at, t_rows AS x_rows, t_nps AS x_nps, t_csat AS x_csat, t_ces AS x_ces, ' +

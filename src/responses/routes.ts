@@ -8,8 +8,8 @@ import { aggregationBodySchema } from './aggregation.ts';
 import { aggregate } from './aggregation-request.ts';
 import { aggregationResultSchema, searchResultSchema, summarySchema, writeResultSchema } from './answers.ts';
 import { deletionResultSchema } from '../validation.ts';
-import { scopeOf } from './compile.ts';
-import { parseSurveyIds, queryScopeSchema, searchBodySchema, type QueryScopeBody } from './filters.ts';
+import { selectionOf } from './compile.ts';
+import { parseSurveyIds, selectionSchema, searchBodySchema, type SelectionBody } from './filters.ts';
 import { parseResponseBatch } from './record.ts';
 import { responseBatchSchema } from './record-schema.ts';
 import { searchResponses } from './search.ts';
@@ -40,7 +40,7 @@ function uuidParam(value: string, name: string): string {
 }
 
 /** A read's scope: the token's organization, the path's survey ids, the body's filters and range. */
-const readScope = (orgId: string, params: Record<string, string>, body: QueryScopeBody) => scopeOf(orgId, parseSurveyIds(params.survey_ids), body);
+const readScope = (orgId: string, params: Record<string, string>, body: SelectionBody) => selectionOf(orgId, parseSurveyIds(params.survey_ids), body);
 
 /**
  * Data-Watermark: every write acknowledged before this instant is in the answer (the instant its
@@ -143,7 +143,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         scope: 'responses:read',
         rateLimit: 'survey read',
         params: SURVEY_IDS,
-        body: { schema: queryScopeSchema, limitBytes, whenEmpty: {}, example: { filters: [{ type: 'response', key: 'completion', operator: 'eq', value: 'fully_completed' }] } },
+        body: { schema: selectionSchema, limitBytes, whenEmpty: {}, example: { filters: [{ type: 'response', key: 'completion', operator: 'eq', value: 'fully_completed' }] } },
         success: {
           status: 200,
           description: 'NDJSON (application/x-ndjson), or CSV (text/csv) when the Accept header asks for it',
@@ -170,7 +170,7 @@ export function responsesFeature(deps: AppDeps): Feature {
         scope: 'responses:read',
         rateLimit: 'survey read',
         params: SURVEY_IDS,
-        body: { schema: queryScopeSchema, limitBytes, whenEmpty: {}, example: { range: { field: 'created_at', start: '2024-05-01T00:00:00Z', end: '2024-05-31T23:59:59Z' } } },
+        body: { schema: selectionSchema, limitBytes, whenEmpty: {}, example: { range: { field: 'created_at', start: '2024-05-01T00:00:00Z', end: '2024-05-31T23:59:59Z' } } },
         success: { status: 200, description: 'The summary of the responses in scope', schema: summarySchema, example: EXAMPLE_SUMMARY, headers: POLLED_HEADERS },
         errors: READ_ERRORS,
         conditional: true,

@@ -1,9 +1,9 @@
 /** SEARCH /1.0/survey/<survey_ids>/response: the count, then the page (routes.ts wires it). */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, windowStartsBefore, type ResponsePosition, type Scope, type SearchCountRow } from './compile.ts';
+import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, windowStartsBefore, type ResponsePosition, type ResponseSelection, type SearchCountRow } from './compile.ts';
 import { filtersServable, groupsFromTotals } from './rollups/groups.ts';
-import { rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
-import { rowsInScopeSql } from './scope-rows.ts';
+import { rollupCover, runWithPending, type ReadOptions, type RollupCover } from './rollups/read.ts';
+import { rowsInSelectionSql } from './selection-rows.ts';
 import { MICROS_PER_HOUR, parseInstantMicros } from '../query/histogram.ts';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import type { ResponseRecord } from './record.ts';
@@ -11,7 +11,7 @@ import { answersCompleteColumn, completeRows } from './answer-rollups.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
 import { rebuildRecord, type StoredColumns } from './stored-doc.ts';
 
-export interface SearchInput extends Scope {
+export interface SearchInput extends ResponseSelection {
   size: number;
   offset: number;
   /** The page starts after this position (a decoded cursor); `offset` then counts from it. */
@@ -41,7 +41,7 @@ export async function runSearch(run: RunQuery, input: SearchInput, options: Read
   const early = earlyPage(run, input);
   if (!input.after && options.rollups !== false && filtersServable(input)) {
     const found = await runWithPending<RollupCountRow>(run, options.fresh ?? run, input.orgId, (pending) => {
-      const window = rollupWindow(input.range, pending, 'month');
+      const window = rollupCover(input.range, pending, 'month');
       return window ? compileRollupCount(input, window) : null;
     });
     const complete = found && completeRows(found);
@@ -93,11 +93,11 @@ type RollupCountRow = { total: number | string; newest: string | null };
  * them; `newest`: the start of the newest slice holding a match, or the newest raw match's
  * created_at (whichever is later; null without a match): the newest match is before it + 1 hour.
  */
-export function compileRollupCount(scope: Scope, window: RollupWindow): CompiledQuery {
+export function compileRollupCount(scope: ResponseSelection, window: RollupCover): CompiledQuery {
   const bag = new ParamBag();
   // The raw rows are few here (the partial hours at the ends, pending hours): grouped by their
   // created_at, they give the newest match as the slices do.
-  const rows = rowsInScopeSql(scope, window, bag, { keys: ['created_at'] });
+  const rows = rowsInSelectionSql(scope, window, bag, { keys: ['created_at'] });
   return compiled(`SELECT sum(group_rows) AS total, toString(maxIfOrNull(created_at, group_rows > 0)) AS newest${answersCompleteColumn(scope, window, bag, groupsFromTotals(scope, []))} FROM (${rows})`, bag);
 }
 
@@ -139,7 +139,7 @@ async function pageFromWindows(run: RunQuery, input: SearchInput, total: number,
 }
 
 /** The search request: its scope, `size`, `offset`, and `cursor` (from a previous answer). */
-export async function searchResponses(client: ClickHouseClient, scope: Scope, page: { size: number; offset: number; cursor?: string }): Promise<SearchResult> {
+export async function searchResponses(client: ClickHouseClient, scope: ResponseSelection, page: { size: number; offset: number; cursor?: string }): Promise<SearchResult> {
   const started = performance.now();
   const run: RunQuery = async (q) =>
     (await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS })).json();

@@ -20,13 +20,13 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
-import { QUERY_SETTINGS, type Scope } from './compile.ts';
-import { rawGroupsSql, rowsInScopeSql } from './scope-rows.ts';
+import { QUERY_SETTINGS, type ResponseSelection } from './compile.ts';
+import { rawGroupsSql, rowsInSelectionSql } from './selection-rows.ts';
 import { cachedRequest } from '../query/request-cache.ts';
 import { COMPLETION_VALUES } from './filters.ts';
 import { answerTotalsFilter, answerTotalsSummarySql, answersCompleteColumn, completeRows } from './answer-rollups.ts';
 import { filtersServable, totalsServable } from './rollups/groups.ts';
-import { rollupRowsSql, rollupWindow, runWithPending, type ReadOptions, type RollupWindow } from './rollups/read.ts';
+import { rollupRowsSql, rollupCover, runWithPending, type ReadOptions, type RollupCover } from './rollups/read.ts';
 
 // --- the summary -----------------------------------------------------------------------------------
 
@@ -64,7 +64,7 @@ export interface SummaryRow {
 }
 
 /**
- * The rows in scope (scope-rows.ts) grouped by (completion, end_reason, language, hf_support), all
+ * The rows in scope (selection-rows.ts) grouped by (completion, end_reason, language, hf_support), all
  * small LowCardinality/Enum keys (a few hundred groups), with their response and score counts,
  * then folded into the seven maps. The scores and the `support` values come from columns the
  * engine computes at insert (schema/004: nps_scores, csat_scores, ces_scores hold the whole-number
@@ -75,7 +75,7 @@ export interface SummaryRow {
  * of which would pay the FINAL read again (bench/query/README.md, "Figures behind the schema and
  * the code").
  */
-export function compileSummary(scope: Scope, rollup?: RollupWindow): CompiledQuery {
+export function compileSummary(scope: ResponseSelection, rollup?: RollupCover): CompiledQuery {
   const bag = new ParamBag();
   const request = { keys: ['completion', 'end_reason', 'language', 'hf_support'] as const, scores: true };
   // Each part folds into the seven maps, as b_* columns of one row with the same types; the
@@ -101,7 +101,7 @@ export function compileSummary(scope: Scope, rollup?: RollupWindow): CompiledQue
       `${asText('t_end_reason')} AS b_end_reason, ${asText('t_language')} AS b_language, ${asText('t_support')} AS b_support`;
     parts.push(answer ? answerTotalsSummarySql(scope, rollup, bag, totals) : `SELECT ${totals} ${rollupRowsSql(scope, rollup, bag)}`);
   } else {
-    parts.push(fold(rowsInScopeSql(scope, rollup, bag, request)));
+    parts.push(fold(rowsInSelectionSql(scope, rollup, bag, request)));
   }
   // "" is no end reason (an active response) and no language: counted in no bucket.
   const nonEmptyKeys = (column: string) => `mapFilter((k, v) -> notEmpty(k), ${column})`;
@@ -182,7 +182,7 @@ function counts(found: Record<string, number | string> | undefined): Record<stri
 }
 
 /** SEARCH /1.0/survey/<survey_ids>/response/summary, for a parsed scope. */
-export async function summarize(client: ClickHouseClient, scope: Scope, options: ReadOptions = {}): Promise<{ summary: Summary; watermark: number }> {
+export async function summarize(client: ClickHouseClient, scope: ResponseSelection, options: ReadOptions = {}): Promise<{ summary: Summary; watermark: number }> {
   // The request is cached as a whole (src/query/request-cache.ts); within it, the pending marks
   // are read without any cache and the main query may use the engine's 3 s query cache (its SQL
   // names the pending slices, so a cached result was computed with the same ones).
@@ -191,10 +191,10 @@ export async function summarize(client: ClickHouseClient, scope: Scope, options:
 }
 
 /** The summary row: from the rollup where it answers (rollups/read.ts), the raw table for the rest. */
-export async function runSummary(run: RunQuery, scope: Scope, options: ReadOptions = {}): Promise<SummaryRow[]> {
+export async function runSummary(run: RunQuery, scope: ResponseSelection, options: ReadOptions = {}): Promise<SummaryRow[]> {
   if (options.rollups === false || !filtersServable(scope)) return run<SummaryRow>(compileSummary(scope));
   // null never comes back: without a window, compileSummary reads the raw table alone. An answer
   // filter over slices written before their answer groups had scores: the raw table (answer-rollups.ts).
-  const rows = (await runWithPending<SummaryRow>(run, options.fresh ?? run, scope.orgId, (pending) => compileSummary(scope, rollupWindow(scope.range, pending, 'month') ?? undefined)))!;
+  const rows = (await runWithPending<SummaryRow>(run, options.fresh ?? run, scope.orgId, (pending) => compileSummary(scope, rollupCover(scope.range, pending, 'month') ?? undefined)))!;
   return completeRows(rows) ?? run<SummaryRow>(compileSummary(scope));
 }

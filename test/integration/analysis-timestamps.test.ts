@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { ParamBag } from '../../src/clickhouse/sql.ts';
 import { timestampAtLeast, timestampAtMost, timestampBefore } from '../../src/events/analysis/timestamps.ts';
-import { DT64 } from '../../src/query/scope.ts';
+import { DT64 } from '../../src/query/selection.ts';
 import { formatDbMicros } from '../../src/time/iso.ts';
 import { startTestService, type TestService } from './harness.ts';
 

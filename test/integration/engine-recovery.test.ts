@@ -8,7 +8,7 @@ import { migrate } from '../../src/clickhouse/migrations.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import type { RunQuery } from '../../src/clickhouse/sql.ts';
-import { scopeOf } from '../../src/responses/compile.ts';
+import { selectionOf } from '../../src/responses/compile.ts';
 import { runSummary } from '../../src/responses/summary.ts';
 import { createApp, type App } from '../../src/server/app.ts';
 import { features } from '../../src/routes.ts';
@@ -119,7 +119,7 @@ describe('embedded engine supervision', function () {
     expect(Number(marks.p), 'every mark taken back').to.equal(0);
     const [slices] = await rows("SELECT sum(t_rows) AS n FROM survey_rollup FINAL WHERE org_id = {org:UUID} AND span = 'hour'");
     expect(Number(slices.n), 'the hours recomputed with every response').to.equal(records.length);
-    const scope = scopeOf(org, '*', { filters_bool: 'AND', filters: [], range: undefined });
+    const scope = selectionOf(org, '*', { filters_bool: 'AND', filters: [], range: undefined });
     const run: RunQuery = async (q) => (await db.client().query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow' })).json();
     expect(await runSummary(run, scope)).to.deep.equal(await runSummary(run, scope, { rollups: false }));
   });

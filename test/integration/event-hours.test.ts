@@ -6,7 +6,7 @@ import { formatDb, fromMillis } from '../../src/time/iso.ts';
 import { runEventAggregation, type EventGroupByRule } from '../../src/events/read/aggregation.ts';
 import { runEventSearch } from '../../src/events/read/search.ts';
 import type { EventFilterNode } from '../../src/events/read/filters.ts';
-import type { EventScope } from '../../src/events/read/source.ts';
+import type { EventSelection } from '../../src/events/read/source.ts';
 import { READ_SETTINGS } from '../../src/query/settings.ts';
 import { startTestService, type TestService } from './harness.ts';
 
@@ -73,7 +73,7 @@ describe('event reads from the hours (projection) agree with the rows', () => {
     this.timeout(300_000);
     await fc.assert(
       fc.asyncProperty(scope, rules, async (s, r) => {
-        const sc: EventScope = { orgId: orgOf(), ...s };
+        const sc: EventSelection = { orgId: orgOf(), ...s };
         const hours = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count']);
         const rows = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count'], run, { hours: false });
         expect(sorted(hours.rows)).to.deep.equal(sorted(rows.rows));
@@ -110,7 +110,7 @@ describe('event reads from the hours (projection) agree with the rows', () => {
     const all = await svc.request('SEARCH', '/1.0/event', { token: read, body: { size: 0 } });
     expect(all.body.hits.total.value).to.equal(after.body.hits.total.value);
     // And the hours agree with the rows after the deletion.
-    const sc: EventScope = { orgId: orgOf(), filtersBool: 'AND', filters: [] };
+    const sc: EventSelection = { orgId: orgOf(), filtersBool: 'AND', filters: [] };
     const r: EventGroupByRule[] = [{ field: 'timestamp', minInterval: 'hour', buckets: 100 }];
     const hours = await runEventAggregation(run, sc, r, ['count']);
     const rows = await runEventAggregation(run, sc, r, ['count'], run, { hours: false });

@@ -4,7 +4,7 @@ import type { RunQuery } from '../../src/clickhouse/sql.ts';
 import { queryRows } from '../../src/clickhouse/result-cache.ts';
 import { formatDb, fromMillis } from '../../src/time/iso.ts';
 import { runEventAggregation, type EventGroupByRule } from '../../src/events/read/aggregation.ts';
-import type { EventScope } from '../../src/events/read/source.ts';
+import type { EventSelection } from '../../src/events/read/source.ts';
 import { READ_SETTINGS } from '../../src/query/settings.ts';
 import { startTestService, type TestService } from './harness.ts';
 
@@ -55,15 +55,15 @@ describe('unique users from the weeks (projection) agree with the rows', () => {
   const rule = fc.record({ field: fc.constant('timestamp' as const), minInterval: fc.constantFrom('hour' as const, 'day' as const, 'month' as const), buckets: fc.integer({ min: 1, max: 100 }) });
   const normal = (rows: Record<string, unknown>[]) =>
     rows.map((r) => [Number(r.depth), r.k1 === null ? null : Number(r.k1), Number(r.doc_count), Number(r.other_doc_count), Number(r.unique_users)]).map((r) => JSON.stringify(r)).sort();
-  const scopeOf = (range: EventScope['range']): EventScope => ({ orgId: svc.orgId, filtersBool: 'AND', filters: [], range });
+  const selectionOf = (range: EventSelection['range']): EventSelection => ({ orgId: svc.orgId, filtersBool: 'AND', filters: [], range });
 
   it('histograms with unique users: the same buckets, counts and users (property)', async function () {
     this.timeout(300_000);
     await fc.assert(
       fc.asyncProperty(range, rule, async (r, level) => {
         const rules: EventGroupByRule[] = [level];
-        const weeks = await runEventAggregation(run, scopeOf(r), rules, ['count', 'unique_users']);
-        const rows = await runEventAggregation(run, scopeOf(r), rules, ['count', 'unique_users'], run, { hours: false });
+        const weeks = await runEventAggregation(run, selectionOf(r), rules, ['count', 'unique_users']);
+        const rows = await runEventAggregation(run, selectionOf(r), rules, ['count', 'unique_users'], run, { hours: false });
         expect(normal(weeks.rows)).to.deep.equal(normal(rows.rows));
       }),
       { numRuns: 60 },
@@ -79,8 +79,8 @@ describe('unique users from the weeks (projection) agree with the rows', () => {
     const after = await svc.request('SEARCH', '/1.0/event/aggregation', { token: read, body });
     expect(after.body.unique_users).to.equal(before.body.unique_users - 1);
     const rules: EventGroupByRule[] = [{ field: 'timestamp', minInterval: 'hour', buckets: 100 }];
-    const weeks = await runEventAggregation(run, scopeOf(undefined), rules, ['count', 'unique_users']);
-    const rows = await runEventAggregation(run, scopeOf(undefined), rules, ['count', 'unique_users'], run, { hours: false });
+    const weeks = await runEventAggregation(run, selectionOf(undefined), rules, ['count', 'unique_users']);
+    const rows = await runEventAggregation(run, selectionOf(undefined), rules, ['count', 'unique_users'], run, { hours: false });
     expect(normal(weeks.rows)).to.deep.equal(normal(rows.rows));
   });
 });

@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { scopeOf } from '../../src/responses/compile.ts';
+import { selectionOf } from '../../src/responses/compile.ts';
 import { CSV_COLUMNS, exportResponses } from '../../src/responses/export.ts';
 import { EVENT_CSV_COLUMNS, exportEvents } from '../../src/events/read/export.ts';
-import { eventScopeOf } from '../../src/events/read/search.ts';
+import { eventSelectionOf } from '../../src/events/read/search.ts';
 import { startTestService, type TestService } from './harness.ts';
 
 /** SEARCH /1.0/survey/<ids>/response/export: every response in scope, newest first, NDJSON or CSV. */
@@ -76,7 +76,7 @@ describe('survey response export (NDJSON and CSV)', function () {
   });
 
   it('in time slices of a few days each, the same records in the same order (the real engine, small slices)', async () => {
-    const scope = scopeOf(svc.orgId, [survey], { filters_bool: 'AND', filters: [], range: undefined });
+    const scope = selectionOf(svc.orgId, [survey], { filters_bool: 'AND', filters: [], range: undefined });
     const whole = await text(await exportResponses(svc.client, scope, 'ndjson', new AbortController().signal));
     const sliced = await text(await exportResponses(svc.client, scope, 'ndjson', new AbortController().signal, 25));
     expect(ids(sliced)).to.deep.equal(ids(whole));
@@ -103,7 +103,7 @@ describe('survey response export (NDJSON and CSV)', function () {
       return Number((await rs.json<{ n: string }>())[0].n);
     };
     const client = new AbortController();
-    const stream = await exportResponses(svc.client, scopeOf(org, '*', { filters_bool: 'AND', filters: [], range: undefined }), 'ndjson', client.signal);
+    const stream = await exportResponses(svc.client, selectionOf(org, '*', { filters_bool: 'AND', filters: [], range: undefined }), 'ndjson', client.signal);
     // One chunk, then nothing read: backpressure holds the engine query where it is.
     await stream[Symbol.asyncIterator]().next();
     await new Promise((r) => setTimeout(r, 200));
@@ -203,7 +203,7 @@ describe('event export (NDJSON and CSV)', function () {
   });
 
   it('in day slices (the real engine, small slices), the same events in the same order; size is a 400', async () => {
-    const scope = eventScopeOf(svc.orgId, { filters_bool: 'AND', filters: [], range: undefined });
+    const scope = eventSelectionOf(svc.orgId, { filters_bool: 'AND', filters: [], range: undefined });
     const whole = await text(await exportEvents(svc.client, scope, 'ndjson', new AbortController().signal));
     const sliced = await text(await exportEvents(svc.client, scope, 'ndjson', new AbortController().signal, 5));
     expect(sliced).to.equal(whole);

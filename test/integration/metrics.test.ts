@@ -10,7 +10,7 @@ import {
 import { bucketIndex, formatDbMicros, formatMicros, parseInstantMicros, planHistogram, type HistogramPlan } from '../../src/query/histogram.ts';
 import { aggregationBodySchema } from '../../src/responses/aggregation.ts';
 import { runAggregationRequest, shapeAggregationRequest } from '../../src/responses/aggregation-request.ts';
-import { QUERY_SETTINGS, scopeOf } from '../../src/responses/compile.ts';
+import { QUERY_SETTINGS, selectionOf } from '../../src/responses/compile.ts';
 import type { GroupByRule } from '../../src/responses/group-by.ts';
 import { runSearch } from '../../src/responses/search.ts';
 import { runSummary, shapeSummary } from '../../src/responses/summary.ts';
@@ -363,7 +363,7 @@ describe('survey metrics, comparisons, answer filters and releases: the same ans
     periodsServed = 0;
     await fc.assert(fc.asyncProperty(requestArb, async (req) => {
       const body = v.parse(aggregationBodySchema, bodyOf(req));
-      const scope = scopeOf(svc.orgId, req.surveys === 0 ? [surveys[0]] : '*', body);
+      const scope = selectionOf(svc.orgId, req.surveys === 0 ? [surveys[0]] : '*', body);
       const request = { rules: body.group_by as GroupByRule[], metrics: body.metrics, compare: body.compare };
       const expected = reference(records, req, surveys, channels, releases);
       for (const rollups of [true, false]) {
@@ -411,7 +411,7 @@ describe('survey metrics, comparisons, answer filters and releases: the same ans
     const check = async (value: string, servedBy: RegExp) => {
       const filters = [{ type: 'response.answer', key: CHOICE_Q, operator: 'eq', value }];
       const body = v.parse(aggregationBodySchema, { filters, range, group_by: [{ field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 19 }], metrics: ['nps', 'completion'] });
-      const scope = scopeOf(svc.orgId, '*', body);
+      const scope = selectionOf(svc.orgId, '*', body);
       const matching = records.filter((r) => r.created_at >= '2024-03-01' && r.created_at <= '2024-03-20' && matchesFilter(r, filters[0], channels));
       const summary = shapeSummary((await runSummary(run, scope))[0]);
       expect(lastSql, 'summary').to.match(servedBy);
@@ -434,7 +434,7 @@ describe('survey metrics, comparisons, answer filters and releases: the same ans
   it('answer-filtered reads over slices written before their answer groups had scores read the raw table; a rebuild serves them again', async () => {
     const filter = { type: 'response.answer', key: CHOICE_Q, operator: 'eq', value: 'a' };
     const body = v.parse(aggregationBodySchema, { filters: [filter], group_by: [{ field: 'completion' }], metrics: ['nps', 'csat', 'completion'], range: { field: 'created_at', start: '2024-03-01T00:00:00Z', end: '2024-03-20T00:00:00Z' } });
-    const scope = scopeOf(svc.orgId, '*', body);
+    const scope = selectionOf(svc.orgId, '*', body);
     const request = { rules: body.group_by as GroupByRule[], metrics: body.metrics };
     const answer = async (rollups: boolean) => shapeAggregationRequest(request, await runAggregationRequest(run, scope, request, { rollups }), 0);
     const raw = await answer(false);

@@ -9,7 +9,7 @@ import { migrate } from '../../src/clickhouse/migrations.ts';
 import type { RunQuery } from '../../src/clickhouse/sql.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
-import { scopeOf } from '../../src/responses/compile.ts';
+import { selectionOf } from '../../src/responses/compile.ts';
 import { runSummary } from '../../src/responses/summary.ts';
 import { sliceStartSql } from '../../src/responses/rollups/slices.ts';
 import { features } from '../../src/routes.ts';
@@ -118,7 +118,7 @@ async function checkStored(client: ClickHouseClient, org: string, sent: Sent): P
 
 /** The summary as served (rollups where their marks allow) equals the summary of the raw table. */
 async function expectRollupsExact(client: ClickHouseClient, org: string): Promise<void> {
-  const scope = scopeOf(org, '*', { filters_bool: 'AND', filters: [], range: undefined });
+  const scope = selectionOf(org, '*', { filters_bool: 'AND', filters: [], range: undefined });
   const run: RunQuery = async (q) => (await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow' })).json();
   expect(await runSummary(run, scope)).to.deep.equal(await runSummary(run, scope, { rollups: false }));
 }

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import type { RunQuery } from '../../src/clickhouse/sql.ts';
 import { runAggregation } from '../../src/responses/aggregation.ts';
-import { QUERY_SETTINGS, scopeOf, type Scope } from '../../src/responses/compile.ts';
+import { QUERY_SETTINGS, selectionOf, type ResponseSelection } from '../../src/responses/compile.ts';
 import { filterSchema, type FilterNode } from '../../src/responses/filters.ts';
 import { groupByRuleSchema, type GroupByRule } from '../../src/responses/group-by.ts';
 import { rebuildOrg } from '../../src/responses/rollups/maintain.ts';
@@ -148,13 +148,13 @@ describe('rollups: the same answers as the raw table (property tests, real engin
   });
   after(() => svc.close());
 
-  function scopeFor(orgId: string, req: Req): Scope {
+  function scopeFor(orgId: string, req: Req): ResponseSelection {
     const filters = req.filters.map((f) => v.parse(filterSchema, f) as FilterNode);
     const range = req.start === undefined && req.end === undefined ? undefined : { start: req.start, end: req.end };
     // A start after the end is a 400 before any query: swap them.
     if (range?.start && range.end && range.start > range.end) [range.start, range.end] = [range.end, range.start];
     const dbRange = range && { field: 'created_at' as const, start: range.start && db(range.start), end: range.end && db(range.end) };
-    return scopeOf(orgId, req.surveys, { filters_bool: req.or ? 'OR' : 'AND', filters, range: dbRange });
+    return selectionOf(orgId, req.surveys, { filters_bool: req.or ? 'OR' : 'AND', filters, range: dbRange });
   }
 
   async function expectSameAnswers(orgId: string, requests: Req[]) {
@@ -220,7 +220,7 @@ describe('rollups: the same answers as the raw table (property tests, real engin
     }));
     expect((await svc.request('POST', '/1.0/survey/response', { token, body: records })).status).to.equal(200);
     await svc.settle();
-    const scope = scopeOf(orgId, '*', { filters_bool: 'AND', filters: [], range: undefined });
+    const scope = selectionOf(orgId, '*', { filters_bool: 'AND', filters: [], range: undefined });
     const completion = async (rollups: boolean) => Object.fromEntries(Object.entries((await runSummary(run, scope, { rollups }))[0].completion_counts).map(([k, n]) => [k, Number(n)]));
     expect(await completion(true)).to.deep.equal({ fully_completed: 6 });
 

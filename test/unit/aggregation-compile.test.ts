@@ -12,14 +12,14 @@ import {
   shapeAggregation,
   type AggregationRow,
 } from '../../src/responses/aggregation.ts';
-import type { Scope } from '../../src/responses/compile.ts';
+import type { ResponseSelection } from '../../src/responses/compile.ts';
 import type { GroupByRule } from '../../src/responses/group-by.ts';
 import { parseInstantMicros, planHistogram } from '../../src/query/histogram.ts';
 import { DomainError, parseOrThrow } from '../../src/errors.ts';
 
 const ORG = '11111111-1111-4111-8111-111111111111';
 const JANUARY = { start: '2024-01-01 00:00:00.000000', end: '2024-01-31 23:59:59.999999' };
-const scope = (over: Partial<Scope> = {}): Scope => ({ orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: [], range: JANUARY, ...over });
+const scope = (over: Partial<ResponseSelection> = {}): ResponseSelection => ({ orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: [], range: JANUARY, ...over });
 const DT = "DateTime64(6, 'UTC')";
 const µs = (iso: string) => parseInstantMicros(iso)!;
 

@@ -4,9 +4,9 @@ import fc from 'fast-check';
 import * as v from 'valibot';
 import { ParamBag } from '../../src/clickhouse/sql.ts';
 import { DomainError, parseOrThrow } from '../../src/errors.ts';
-import { compileScope, compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts } from '../../src/responses/compile.ts';
+import { compileSelection, compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts } from '../../src/responses/compile.ts';
 import {
-  HIDDEN_FIELD_OPERATORS, OPERATORS, RESPONSE_KEY_OPERATORS, parseSurveyIds, queryScopeEntries, queryScopeSchema, searchBodySchema,
+  HIDDEN_FIELD_OPERATORS, OPERATORS, RESPONSE_KEY_OPERATORS, parseSurveyIds, selectionEntries, selectionSchema, searchBodySchema,
   type FilterNode, type Operator,
 } from '../../src/responses/filters.ts';
 
@@ -15,13 +15,13 @@ const U1 = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa';
 const U2 = 'bbbbbbbb-bbbb-4bbb-8bbb-bbbbbbbbbbbb';
 
 function parseFilters(filters: unknown[], filtersBool?: string): FilterNode[] {
-  return parseOrThrow(queryScopeSchema, { filters, filters_bool: filtersBool }).filters;
+  return parseOrThrow(selectionSchema, { filters, filters_bool: filtersBool }).filters;
 }
 
 /** Compiles one filter in an org-only scope: returns the filter's SQL and the params after p0 (org). */
 function compileOne(filter: Record<string, unknown>) {
   const bag = new ParamBag();
-  const where = compileScope({ orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: parseFilters([filter]) }, bag);
+  const where = compileSelection({ orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: parseFilters([filter]) }, bag);
   const prefix = 'org_id = {p0:UUID} AND (';
   expect(where.startsWith(prefix), where).to.equal(true);
   const { p0, ...rest } = bag.toParams();
@@ -208,7 +208,7 @@ describe('responses: filter compiler', () => {
           hf(s, 'eq', { value: s }), hf(s, 'in', { values: [s] }), hf(s, 'contains', { value: s }), hf(s, 'gt', { value: s }), hf(s, 'null'),
         ];
         const bag = new ParamBag();
-        const sql = compileScope({ orgId: ORG, surveyIds: [U1], filtersBool: 'OR', filters: parseFilters(filters) }, bag);
+        const sql = compileSelection({ orgId: ORG, surveyIds: [U1], filtersBool: 'OR', filters: parseFilters(filters) }, bag);
         for (const piece of [s, s.toLowerCase(), 'DROP', 'OR 1=1'].filter((p) => p.length > 2 || p === s)) {
           if (piece === '{p0:String}') continue; // a real placeholder of that name exists: checked below
           expect(sql).not.to.contain(piece);
@@ -224,7 +224,7 @@ describe('responses: filter compiler', () => {
   describe('scope', () => {
     it('org first, then surveys, the range, and the filters joined by OR in parentheses', () => {
       const bag = new ParamBag();
-      const sql = compileScope({
+      const sql = compileSelection({
         orgId: ORG, surveyIds: [U1, U2], filtersBool: 'OR',
         filters: parseFilters([r('language', 'eq', { value: 'fr' }), r('completion', 'eq', { value: 'not_started' })]),
         range: { start: '2024-01-01 00:00:00.000000', end: '2024-01-31 23:59:59.999999' },
@@ -237,12 +237,12 @@ describe('responses: filter compiler', () => {
 
     it('"*" and no filters: the org alone', () => {
       const bag = new ParamBag();
-      expect(compileScope({ orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: [] }, bag)).to.equal('org_id = {p0:UUID}');
+      expect(compileSelection({ orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: [] }, bag)).to.equal('org_id = {p0:UUID}');
     });
 
     it('AND joins and a half-open range', () => {
       const bag = new ParamBag();
-      const sql = compileScope({ orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: parseFilters([r('raw', 'contains', { value: 'a' }), r('raw', 'contains', { value: 'b' })]), range: { end: '2024-01-01 00:00:00.000000' } }, bag);
+      const sql = compileSelection({ orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: parseFilters([r('raw', 'contains', { value: 'a' }), r('raw', 'contains', { value: 'b' })]), range: { end: '2024-01-01 00:00:00.000000' } }, bag);
       expect(sql).to.equal("org_id = {p0:UUID} AND created_at <= {p1:DateTime64(6, 'UTC')} AND (position(answer_text, {p2:String}) > 0 AND position(answer_text, {p3:String}) > 0)");
     });
   });
@@ -348,7 +348,7 @@ describe('responses: filter compiler', () => {
         .to.deep.equal({ field: 'created_at', start: '2024-01-01 00:00:00.500000', end: '2024-01-31 23:59:59.999999' });
     });
     it('extends for summary/aggregation', () => {
-      const agg = v.object({ ...queryScopeEntries, group_by: v.array(v.object({ field: v.string() })) });
+      const agg = v.object({ ...selectionEntries, group_by: v.array(v.object({ field: v.string() })) });
       expect(v.parse(agg, { group_by: [{ field: 'completion' }] }).filters_bool).to.equal('AND');
     });
   });
@@ -383,7 +383,7 @@ describe('responses: filter compiler', () => {
         try {
           const p = parseOrThrow(searchBodySchema, b);
           const bag = new ParamBag();
-          const sql = compileScope({ orgId: ORG, surveyIds: '*', filtersBool: p.filters_bool, filters: p.filters, range: p.range }, bag);
+          const sql = compileSelection({ orgId: ORG, surveyIds: '*', filtersBool: p.filters_bool, filters: p.filters, range: p.range }, bag);
           const used = new Set([...sql.matchAll(/\{(p\d+):/g)].map((m) => m[1]));
           expect(used).to.deep.equal(new Set(Object.keys(bag.toParams())));
         } catch (e) {

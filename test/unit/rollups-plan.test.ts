@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { UsageError, parseArgs } from '../../src/cli/args.ts';
 import { planHistogram, parseInstantMicros } from '../../src/query/histogram.ts';
 import { ROLLUPS_REBUILD, rollupsOrg } from '../../src/responses/rollups/cli.ts';
-import { grainOf, rollupWindow, rulesServable } from '../../src/responses/rollups/read.ts';
+import { grainOf, rollupCover, rulesServable } from '../../src/responses/rollups/read.ts';
 import { ORG_SENTINEL, ceilMonth, ceilTo, floorMonth, floorTo, hourSlicesOf, sliceRanges } from '../../src/responses/rollups/slices.ts';
 
 const t = (iso: string) => parseInstantMicros(iso)!;
@@ -33,25 +33,25 @@ describe('rollups: slices and the read plan (pure)', () => {
   });
 
   it('the window: whole hours, days and months inside the range, end inclusive to the microsecond', () => {
-    const w = rollupWindow({ start: '2024-01-01 10:30:00.000000', end: '2024-01-04 00:59:59.999999' }, none, 'month')!;
+    const w = rollupCover({ start: '2024-01-01 10:30:00.000000', end: '2024-01-04 00:59:59.999999' }, none, 'month')!;
     expect([w.hourFrom, w.hourTo, w.dayFrom, w.dayTo]).to.deep.equal([t('2024-01-01T11:00:00Z'), t('2024-01-04T01:00:00Z'), t('2024-01-02T00:00:00Z'), t('2024-01-04T00:00:00Z')]);
     expect([w.days, w.months]).to.deep.equal([true, false]);
-    const long = rollupWindow({ start: '2024-01-31 23:00:00.000000', end: '2024-04-01 00:00:00.000000' }, none, 'month')!;
+    const long = rollupCover({ start: '2024-01-31 23:00:00.000000', end: '2024-04-01 00:00:00.000000' }, none, 'month')!;
     expect([long.monthFrom, long.monthTo, long.months]).to.deep.equal([t('2024-02-01T00:00:00Z'), t('2024-04-01T00:00:00Z'), true]);
-    expect(rollupWindow({ start: '2024-01-31 23:00:00.000000', end: '2024-04-01 00:00:00.000000' }, none, 'day')!.months).to.equal(false);
+    expect(rollupCover({ start: '2024-01-31 23:00:00.000000', end: '2024-04-01 00:00:00.000000' }, none, 'day')!.months).to.equal(false);
     // One µs less at the end: hour 00:00 of the 4th is partial.
-    expect(rollupWindow({ end: '2024-01-04 00:59:59.999998' }, none, 'day')!.hourTo).to.equal(t('2024-01-04T00:00:00Z'));
+    expect(rollupCover({ end: '2024-01-04 00:59:59.999998' }, none, 'day')!.hourTo).to.equal(t('2024-01-04T00:00:00Z'));
     // Within one hour: nothing for the rollup.
-    expect(rollupWindow({ start: '2024-01-01 10:00:00.000001', end: '2024-01-01 11:00:00.000000' }, none, 'day')).to.equal(null);
+    expect(rollupCover({ start: '2024-01-01 10:00:00.000001', end: '2024-01-01 11:00:00.000000' }, none, 'day')).to.equal(null);
     // Hourly buckets: no day rows.
-    expect(rollupWindow({ start: '2024-01-01 00:00:00.000000' }, none, 'hour')!.days).to.equal(false);
+    expect(rollupCover({ start: '2024-01-01 00:00:00.000000' }, none, 'hour')!.days).to.equal(false);
   });
 
   it('pending slices: their days are read from hours; the whole org pending reads the raw table', () => {
     const slice = { surveyId: 's', hour: t('2024-01-02T05:00:00Z') };
-    const w = rollupWindow(undefined, { org: false, slices: [slice] }, 'day')!;
+    const w = rollupCover(undefined, { org: false, slices: [slice] }, 'day')!;
     expect(w.pendingDays).to.deep.equal([{ surveyId: 's', hour: t('2024-01-02T00:00:00Z') }]);
-    expect(rollupWindow(undefined, { org: true, slices: [] }, 'day')).to.equal(null);
+    expect(rollupCover(undefined, { org: true, slices: [] }, 'day')).to.equal(null);
     expect(ORG_SENTINEL.hour).to.equal(t('1900-01-01T00:00:00Z'));
   });
 

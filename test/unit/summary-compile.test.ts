@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import type { Scope } from '../../src/responses/compile.ts';
-import { queryScopeSchema } from '../../src/responses/filters.ts';
+import type { ResponseSelection } from '../../src/responses/compile.ts';
+import { selectionSchema } from '../../src/responses/filters.ts';
 import { DASHBOARD_QUERY_CACHE_SETTINGS, POLL_WINDOW_MS } from '../../src/clickhouse/result-cache.ts';
 import { compileSummary, roundRatio, shapeSummary, type SummaryRow } from '../../src/responses/summary.ts';
 import { DomainError, parseOrThrow } from '../../src/errors.ts';
@@ -12,7 +12,7 @@ const DT = "DateTime64(6, 'UTC')";
 const counted = (column: string) => `sumMap(mapFromArrays(${column}, arrayMap(x -> toUInt64(1), ${column})))`;
 
 describe('summary: compileSummary', () => {
-  const cases: Array<{ name: string; scope: Scope; where: string; params: Record<string, unknown> }> = [
+  const cases: Array<{ name: string; scope: ResponseSelection; where: string; params: Record<string, unknown> }> = [
     {
       name: 'all surveys, no range',
       scope: { orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: [] },
@@ -71,10 +71,10 @@ describe('summary: compileSummary', () => {
   }
 
   it('the body is the scope part; size and offset are accepted and ignored; bad filters are a 400', () => {
-    const parsed = parseOrThrow(queryScopeSchema, { size: 5, offset: 10, filters: [] });
+    const parsed = parseOrThrow(selectionSchema, { size: 5, offset: 10, filters: [] });
     expect(parsed).to.deep.equal({ filters_bool: 'AND', filters: [] });
     try {
-      parseOrThrow(queryScopeSchema, { filters: [{ type: 'response', key: 'completion', operator: 'contains', value: 'x' }] });
+      parseOrThrow(selectionSchema, { filters: [{ type: 'response', key: 'completion', operator: 'contains', value: 'x' }] });
       expect.fail('expected a 400');
     } catch (err) {
       expect(err).to.be.instanceOf(DomainError);

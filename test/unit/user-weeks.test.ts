@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { bucketIndex, MICROS_PER_HOUR, planHistogram, type MinInterval } from '../../src/query/histogram.ts';
 import { planEdges, splitHours } from '../../src/events/read/hours.ts';
 import { MAX_MASK_WEEKS, weekMasks, weeksServe } from '../../src/events/read/user-weeks.ts';
-import type { EventScope } from '../../src/events/read/source.ts';
+import type { EventSelection } from '../../src/events/read/source.ts';
 import type { CohortNode } from '../../src/events/analysis/cohort.ts';
 
 /**
@@ -42,7 +42,7 @@ describe('user weeks: the masks of the buckets whole hours', () => {
 
   it('serve only what the weeks know: one date level, no filter, no cohort', () => {
     const plan = planHistogram(T0, T0 + 10n * 24n * MICROS_PER_HOUR, 'day', 10);
-    const scope: EventScope = { orgId: '00000000-0000-0000-0000-000000000001', filtersBool: 'AND', filters: [] };
+    const scope: EventSelection = { orgId: '00000000-0000-0000-0000-000000000001', filtersBool: 'AND', filters: [] };
     expect(weeksServe(scope, 1, plan)).to.equal(true);
     expect(weeksServe(scope, 2, plan)).to.equal(false);
     expect(weeksServe({ ...scope, filters: [{ kind: 'type', op: 'eq', values: ['track'] } as never] }, 1, plan)).to.equal(false);

@@ -1,19 +1,19 @@
 /**
  * Feedback cohorts compiled (cohort.ts has the nodes and their meaning): sub-selects of the users
- * of a cohort, read through the scoped sources only (survey responses: src/responses/compile.ts
- * `fromScope`; copilot ratings: EventSource, whose `from` the caller passes in because the
+ * of a cohort, read through the guarded sources only (survey responses: src/responses/compile.ts
+ * `fromSelection`; copilot ratings: EventSource, whose `from` the caller passes in because the
  * source itself compiles its cohort with this module), so the organization guard is the token's by
  * construction.
  */
 import type { ParamBag } from '../../clickhouse/sql.ts';
-import type { ReadScope } from '../../query/scope.ts';
-import { fromScope, type Scope } from '../../responses/compile.ts';
+import type { ReadSelection } from '../../query/selection.ts';
+import { fromSelection, type ResponseSelection } from '../../responses/compile.ts';
 import type { FilterNode } from '../../responses/filters.ts';
 import type { EventFilterNode } from '../read/filters.ts';
 import { NPS_GROUPS, type CohortNode, type ValueTest } from './cohort.ts';
 
 /** `FROM events ... WHERE <scope>` on the caller's ParamBag: `new EventSource(scope, bag).from()` (src/events/read/source.ts). */
-export type EventsFrom = (scope: ReadScope<EventFilterNode>) => string;
+export type EventsFrom = (scope: ReadSelection<EventFilterNode>) => string;
 
 /** The condition on one value expression; `asNumber` reads it as a number (NULL when it is none). */
 function testSql(test: ValueTest, value: string, asNumber: string, bag: ParamBag): string {
@@ -48,10 +48,10 @@ function answerSql(answer: { questionId: string; test: ValueTest }, bag: ParamBa
   return test.negate ? `NOT (${positive})` : positive;
 }
 
-/** The survey scope a cohort reads responses through (the survey read path's scoped source). */
-function surveyScope(orgId: string, cohort: Extract<CohortNode, { kind: 'survey' }>): Scope {
+/** The survey scope a cohort reads responses through (the survey read path's guarded source). */
+function surveyScope(orgId: string, cohort: Extract<CohortNode, { kind: 'survey' }>): ResponseSelection {
   const filters: FilterNode[] = [...cohort.filters];
-  const scope: Scope = { orgId, surveyIds: cohort.surveyIds === '*' ? '*' : [...cohort.surveyIds], filtersBool: cohort.filtersBool, filters, range: cohort.range };
+  const scope: ResponseSelection = { orgId, surveyIds: cohort.surveyIds === '*' ? '*' : [...cohort.surveyIds], filtersBool: cohort.filtersBool, filters, range: cohort.range };
   return scope;
 }
 
@@ -65,7 +65,7 @@ export function cohortAliasesSql(orgId: string, cohort: Extract<CohortNode, { ki
   }
   if (cohort.answer) conditions.push(answerSql(cohort.answer, bag));
   const extra = conditions.map((c) => ` AND ${c}`).join('');
-  return `SELECT arrayJoin(respondent_aliases) AS alias ${fromScope(surveyScope(orgId, cohort), bag)}${extra}`;
+  return `SELECT arrayJoin(respondent_aliases) AS alias ${fromSelection(surveyScope(orgId, cohort), bag)}${extra}`;
 }
 
 const COPILOT_SATISFACTION: readonly EventFilterNode[] = [

@@ -8,8 +8,8 @@
  * `service_copilot_satisfaction` events whose `rating` passes a test, in a `timestamp` range.
  *
  * Tenancy by construction: survey responses are read through the survey read path's scoped
- * source (src/responses/compile.ts `fromScope`: org, FINAL), copilot events through the events'
- * scoped source (EventSource); both take the organization of the token, so a cohort never
+ * source (src/responses/compile.ts `fromSelection`: org, FINAL), copilot events through the events'
+ * guarded source (EventSource); both take the organization of the token, so a cohort never
  * reaches another organization's responses or events. Aliases are compared only within the
  * organization, and anonymous events (alias '') never belong to a survey cohort.
  *

@@ -28,14 +28,14 @@
  */
 import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
 import { propertyValue } from '../read/compile.ts';
-import { PERIODS, analysisSource, groupsSql, perUserSql, scanUserColumns, stepSql, type AnalysisScope, type Period, type StepNode } from './steps.ts';
+import { PERIODS, analysisSource, groupsSql, perUserSql, scanUserColumns, stepSql, type AnalysisSelection, type Period, type StepNode } from './steps.ts';
 
 export const FUNNEL_ORDERS = ['ordered', 'strict', 'any'] as const;
 export type FunnelOrder = (typeof FUNNEL_ORDERS)[number];
 
 export type FunnelBreakdown = { readonly field: 'property'; readonly propertyKey: string } | { readonly field: 'timestamp'; readonly interval: Period };
 
-export interface FunnelQuery extends AnalysisScope {
+export interface FunnelQuery extends AnalysisSelection {
   steps: readonly StepNode[];
   windowMs: number;
   order: FunnelOrder;

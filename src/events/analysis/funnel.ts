@@ -10,7 +10,7 @@ import * as v from 'valibot';
 import { maxChars } from '../../chars.ts';
 import { jsonObject } from '../../validation.ts';
 import { FUNNEL_ORDERS, compileFunnel, type FunnelBreakdown, type FunnelOrder, type FunnelQuery, type FunnelRow } from './funnel-sql.ts';
-import { PERIOD_NAMES, analysisScopeEntries, answerAnalysis, periodStartText, stepSchema, type AnalysisScope } from './steps.ts';
+import { PERIOD_NAMES, analysisSelectionEntries, answerAnalysis, periodStartText, stepSchema, type AnalysisSelection } from './steps.ts';
 
 export const MIN_STEPS = 2;
 export const MAX_STEPS = 10;
@@ -36,7 +36,7 @@ const breakdownSchema = v.variant('field', [
 ], 'breakdown must be {"field": "property", "property_key": K} or {"field": "timestamp", "interval": "day" | "week" | "month"}');
 
 export const funnelBodySchema = jsonObject({
-  ...analysisScopeEntries,
+  ...analysisSelectionEntries,
   steps: v.pipe(
     v.array(stepSchema('a step'), 'steps must be an array of steps ({"filters": [...]})'),
     v.minLength(MIN_STEPS, `steps holds ${MIN_STEPS} to ${MAX_STEPS} steps`),
@@ -73,7 +73,7 @@ export interface FunnelResult extends FunnelGroup {
 }
 
 export function funnelQueryOf(orgId: string, body: FunnelBody): FunnelQuery {
-  const scope: AnalysisScope = { orgId, range: body.range, cohort: body.cohort, split: body.split_by_cohorts ?? [] };
+  const scope: AnalysisSelection = { orgId, range: body.range, cohort: body.cohort, split: body.split_by_cohorts ?? [] };
   return {
     ...scope,
     steps: body.steps,

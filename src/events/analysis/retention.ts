@@ -17,15 +17,15 @@ import { jsonObject } from '../../validation.ts';
 import { parseInstantMicros } from '../../query/histogram.ts';
 import { timestampAtMost, timestampBefore } from './timestamps.ts';
 import {
-  PERIODS, PERIOD_NAMES, analysisScopeEntries, answerAnalysis, analysisSource, groupsSql, instantMicros, perUserSql, periodStartText, scanUserColumns, stepSchema, stepSql,
-  type AnalysisScope, type Period, type StepNode,
+  PERIODS, PERIOD_NAMES, analysisSelectionEntries, answerAnalysis, analysisSource, groupsSql, instantMicros, perUserSql, periodStartText, scanUserColumns, stepSchema, stepSql,
+  type AnalysisSelection, type Period, type StepNode,
 } from './steps.ts';
 
 export const MAX_PERIODS = 52;
 const periodsMessage = `periods must be an integer from 1 to ${MAX_PERIODS}`;
 
 export const retentionBodySchema = jsonObject({
-  ...analysisScopeEntries,
+  ...analysisSelectionEntries,
   start: stepSchema('start'),
   return: v.optional(v.union([v.literal('any'), stepSchema('return')], 'return must be "any" or {"filters": [...]}'), 'any'),
   period: v.optional(v.picklist(PERIOD_NAMES, `period must be one of ${PERIOD_NAMES.join(', ')}`), 'week'),
@@ -33,7 +33,7 @@ export const retentionBodySchema = jsonObject({
 }, 'the retention body');
 export type RetentionBody = v.InferOutput<typeof retentionBodySchema>;
 
-export interface RetentionQuery extends AnalysisScope {
+export interface RetentionQuery extends AnalysisSelection {
   start: StepNode;
   return: StepNode | 'any';
   period: Period;

@@ -1,6 +1,6 @@
 /**
  * What funnels and retention share: a step (a set of events described in the event filter
- * language), the scoped source their queries start from, and the per-user rows they are computed
+ * language), the guarded source their queries start from, and the per-user rows they are computed
  * on.
  *
  * Users: events are counted per user_id, the stable id of the user's alias; an anonymous event
@@ -19,7 +19,7 @@ import { MAX_FILTERS } from '../../query/filter-args.ts';
 import { jsonObject } from '../../validation.ts';
 import { compileEventFilter } from '../read/compile.ts';
 import { eventFilterSchema, eventRangeSchema, type EventFilterNode } from '../read/filters.ts';
-import { EventSource, type EventScope } from '../read/source.ts';
+import { EventSource, type EventSelection } from '../read/source.ts';
 import { parseInstantMicros } from '../../time/iso.ts';
 import { timestampAtLeast, timestampAtMost } from './timestamps.ts';
 import { cohortCondition } from './cohort-sql.ts';
@@ -48,13 +48,13 @@ export function stepSchema(what: string) {
 }
 
 /** Body entries of every analysis: the range (on `timestamp`), a cohort, split_by_cohorts. */
-export const analysisScopeEntries = {
+export const analysisSelectionEntries = {
   range: v.optional(eventRangeSchema),
   cohort: cohortEntry,
   split_by_cohorts: v.optional(splitByCohortsSchema),
 };
 
-export interface AnalysisScope {
+export interface AnalysisSelection {
   orgId: string;
   /** Inclusive DateTime64(6) texts. */
   range?: { start?: string; end?: string };
@@ -69,13 +69,13 @@ export function stepSql(step: StepNode, source: EventSource): string {
 }
 
 /**
- * The scoped source of an analysis: the organization, the cohort, and a range (the request's; a
+ * The guarded source of an analysis: the organization, the cohort, and a range (the request's; a
  * retention reads return events past the range end, so it passes its own), compared in the
  * timestamp column's own type (timestamps.ts).
  */
 class AnalysisSource extends EventSource {
-  readonly #range: AnalysisScope['range'];
-  constructor(scope: AnalysisScope, bag: ParamBag, range: AnalysisScope['range']) {
+  readonly #range: AnalysisSelection['range'];
+  constructor(scope: AnalysisSelection, bag: ParamBag, range: AnalysisSelection['range']) {
     super({ orgId: scope.orgId, filtersBool: 'AND', filters: [], cohort: scope.cohort }, bag);
     this.#range = range;
   }
@@ -88,7 +88,7 @@ class AnalysisSource extends EventSource {
   }
 }
 
-export function analysisSource(scope: AnalysisScope, bag: ParamBag, range: AnalysisScope['range']): EventSource {
+export function analysisSource(scope: AnalysisSelection, bag: ParamBag, range: AnalysisSelection['range']): EventSource {
   return new AnalysisSource(scope, bag, range);
 }
 
@@ -103,22 +103,22 @@ export function instantMicros(text: string): bigint {
  * `[0, i, j, ...]`: the whole (0) and the split cohorts (1-based) the row's user belongs to, over
  * columns named like the events' (`user_id`, `user_alias`, `anonymous`); `[0]` without a split.
  */
-export function groupsSql(scope: AnalysisScope, bag: ParamBag): string {
+export function groupsSql(scope: AnalysisSelection, bag: ParamBag): string {
   if (scope.split.length === 0) return '[toUInt8(0)]';
-  const cohortEvents = (events: EventScope) => new EventSource(events, bag).from();
+  const cohortEvents = (events: EventSelection) => new EventSource(events, bag).from();
   const members = scope.split.map((s, i) => `if(${cohortCondition(scope.orgId, s.cohort, bag, cohortEvents)}, ${i + 1}, 0)`);
   return `arrayConcat([toUInt8(0)], arrayFilter(x -> x != 0, [${members.map((m) => `toUInt8(${m})`).join(', ')}]))`;
 }
 
 /** Per-user rows carry the user's alias only when a split cohort matches aliases (reading it costs a column and an aggregate). */
-const needsAlias = (scope: AnalysisScope) => scope.split.some((s) => s.cohort.kind === 'survey');
+const needsAlias = (scope: AnalysisSelection) => scope.split.some((s) => s.cohort.kind === 'survey');
 
 /**
  * The user columns of a scan: `user_id`, `alias` (the user_alias, or '' when not needed) and
  * `anon` (output names that are no column's, since WHERE would read an output alias named like a
  * column instead of the column).
  */
-export function scanUserColumns(scope: AnalysisScope): string {
+export function scanUserColumns(scope: AnalysisSelection): string {
   return `user_id, ${needsAlias(scope) ? 'user_alias' : "''"} AS alias, anonymous AS anon`;
 }
 
@@ -130,7 +130,7 @@ export function scanUserColumns(scope: AnalysisScope): string {
  * Only the anonymous events that pass `anonymousWhere` are grouped: the others are users who count
  * nowhere, and each would cost a hash entry.
  */
-export function perUserSql(scope: AnalysisScope, scan: string, columns: { known: string; having?: string; anonymousWhere?: string }): string {
+export function perUserSql(scope: AnalysisSelection, scan: string, columns: { known: string; having?: string; anonymousWhere?: string }): string {
   const having = columns.having ? ` HAVING ${columns.having}` : '';
   const where = columns.anonymousWhere ? ` WHERE anon = 0 OR (${columns.anonymousWhere})` : '';
   const alias = needsAlias(scope) ? 'any(alias)' : "''";

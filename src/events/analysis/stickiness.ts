@@ -8,16 +8,16 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
 import { jsonObject } from '../../validation.ts';
-import { PERIODS, PERIOD_NAMES, analysisScopeEntries, answerAnalysis, analysisSource, groupsSql, perUserSql, scanUserColumns, stepSchema, stepSql, type AnalysisScope, type Period, type StepNode } from './steps.ts';
+import { PERIODS, PERIOD_NAMES, analysisSelectionEntries, answerAnalysis, analysisSource, groupsSql, perUserSql, scanUserColumns, stepSchema, stepSql, type AnalysisSelection, type Period, type StepNode } from './steps.ts';
 
 export const stickinessBodySchema = jsonObject({
-  ...analysisScopeEntries,
+  ...analysisSelectionEntries,
   event: stepSchema('event'),
   interval: v.optional(v.picklist(PERIOD_NAMES, `interval must be one of ${PERIOD_NAMES.join(', ')}`), 'day'),
 }, 'the stickiness body');
 export type StickinessBody = v.InferOutput<typeof stickinessBodySchema>;
 
-export interface StickinessQuery extends AnalysisScope {
+export interface StickinessQuery extends AnalysisSelection {
   event: StepNode;
   interval: Period;
 }

@@ -29,8 +29,8 @@ import { shapeBuckets, type BucketRow, type ShapeLevel } from '../../query/shape
 import { jsonObject } from '../../validation.ts';
 import { markReleases, releasesForSeries } from '../../releases/marks.ts';
 import { propertyValue, rawJsonValue } from './compile.ts';
-import { eventScopeEntries } from './filters.ts';
-import { EventSource, type EventScope } from './source.ts';
+import { eventSelectionEntries } from './filters.ts';
+import { EventSource, type EventSelection } from './source.ts';
 import { hoursServe, hoursSource, planEdges } from './hours.ts';
 import { compileUsersFromWeeks, weeksServe } from './user-weeks.ts';
 import { maxChars } from '../../chars.ts';
@@ -76,7 +76,7 @@ const ruleSchema = v.variant('field', [
 ], `each group_by rule is an object whose field is one of ${EVENT_GROUP_BY_FIELDS.join(', ')}`);
 
 export const eventAggregationBodySchema = jsonObject({
-  ...eventScopeEntries,
+  ...eventSelectionEntries,
   group_by: v.pipe(
     v.array(ruleSchema, 'group_by must be an array of grouping rules'),
     v.minLength(1, 'group_by needs at least one rule'),
@@ -91,29 +91,29 @@ export const eventAggregationBodySchema = jsonObject({
 export type EventAggregationBody = v.InferOutput<typeof eventAggregationBodySchema>;
 
 /** `SELECT min, max` of timestamp in scope (DateTime64 texts, NULL when no event matches). */
-export function compileEventBounds(scope: EventScope): CompiledQuery {
+export function compileEventBounds(scope: EventSelection): CompiledQuery {
   const bag = new ParamBag();
   const from = new EventSource(scope, bag).from();
   return compiled(`SELECT toString(minOrNull(timestamp)) AS min, toString(maxOrNull(timestamp)) AS max ${from}`, bag);
 }
 
 /** The series of each timestamp level: the range, a missing bound from the data (the first event truncated to its hour/day/month). */
-export function planEventLevels(rules: readonly EventGroupByRule[], range: EventScope['range'], bounds: { min: string | null; max: string | null } | undefined): (HistogramPlan | undefined)[] {
+export function planEventLevels(rules: readonly EventGroupByRule[], range: EventSelection['range'], bounds: { min: string | null; max: string | null } | undefined): (HistogramPlan | undefined)[] {
   const data = { min: bounds?.min ? parseInstantMicros(bounds.min) : null, max: bounds?.max ? parseInstantMicros(bounds.max) : null };
   return rules.map((rule) => (rule.field === 'timestamp' ? planSeries(range, data, rule.minInterval, rule.buckets) : undefined));
 }
 
 /** The levels and metrics the hours answer (hours.ts): timestamp, type and event_name counts. */
-function hoursAnswer(scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): boolean {
+function hoursAnswer(scope: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): boolean {
   return !metrics.includes('unique_users') && rules.every((r) => r.field === 'timestamp' || r.field === 'type' || r.field === 'event_name') && hoursServe(scope);
 }
 
 /**
- * The ranked-bucket query (src/query/ranked-buckets.ts) over the scoped source and the joins the
+ * The ranked-bucket query (src/query/ranked-buckets.ts) over the guarded source and the joins the
  * levels need; over the hours (hours.ts) when they answer it, and for unique users per date
  * bucket over the weeks (user-weeks.ts). `hours: false` forces the rows.
  */
-export function compileEventAggregation(scope: EventScope, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: { hours?: boolean } = {}): CompiledQuery {
+export function compileEventAggregation(scope: EventSelection, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: { hours?: boolean } = {}): CompiledQuery {
   if (options.hours !== false && metrics.includes('unique_users') && weeksServe(scope, rules.length, plans[0])) {
     const fromWeeks = compileUsersFromWeeks(scope, plans[0]);
     if (fromWeeks) return fromWeeks;
@@ -187,7 +187,7 @@ function shapeLevels(rules: readonly EventGroupByRule[], plans: readonly (Histog
 }
 
 /** The bounds when a histogram needs them, the plans, then the grouped query. */
-export async function runEventAggregation(run: RunQuery, scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[], fresh = run, options: { hours?: boolean } = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: BucketRow[] }> {
+export async function runEventAggregation(run: RunQuery, scope: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[], fresh = run, options: { hours?: boolean } = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: BucketRow[] }> {
   const needBounds = rules.some((r) => r.field === 'timestamp') && (scope.range?.start === undefined || scope.range?.end === undefined);
   const bounds = needBounds ? (await fresh<{ min: string | null; max: string | null }>(compileEventBounds(scope)))[0] : undefined;
   const plans = planEventLevels(rules, scope.range, bounds);
@@ -195,7 +195,7 @@ export async function runEventAggregation(run: RunQuery, scope: EventScope, rule
   return { plans, rows: await run<BucketRow>(compileEventAggregation(scope, rules, plans, metrics, options)) };
 }
 
-export async function aggregateEvents(client: ClickHouseClient, scope: EventScope, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<EventAggregationResult> {
+export async function aggregateEvents(client: ClickHouseClient, scope: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<EventAggregationResult> {
   const started = performance.now();
   const { value: { plans, rows, releases } } = await cachedRequest(client, 'event aggregation', [scope, rules, metrics], RANKED_BUCKETS_SETTINGS, async ({ run, fresh }) => {
     const found = await runEventAggregation(run, scope, rules, metrics, fresh);

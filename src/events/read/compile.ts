@@ -10,7 +10,7 @@ import type { EventFilterNode, JsonTest, Scalar } from './filters.ts';
 import { DT64, type ParamBag } from '../../clickhouse/sql.ts';
 import { textBeforeAfterSql } from '../../query/filter-args.ts';
 
-/** What the compiler reads through the scoped source (EventSource, source.ts, which compiles its filters with this module). */
+/** What the compiler reads through the guarded source (EventSource, source.ts, which compiles its filters with this module). */
 export interface UserSets {
   readonly bag: ParamBag;
   usersWithProperty(keyParam: string, cond: string): string;

@@ -8,7 +8,7 @@
  */
 import { decodeOpaqueCursor, encodeOpaqueCursor, searchFingerprint } from '../../query/cursor.ts';
 import { UUID_PATTERN } from '../../uuid.ts';
-import type { EventScope } from './source.ts';
+import type { EventSelection } from './source.ts';
 
 export interface EventPosition {
   /** DateTime64(3) texts, as the engine printed them. */
@@ -19,17 +19,17 @@ export interface EventPosition {
 }
 
 /** Organization, filters, range and cohort (not size); a search without a cohort keeps the fingerprint it always had. */
-const fingerprintOf = (scope: EventScope) =>
+const fingerprintOf = (scope: EventSelection) =>
   searchFingerprint([scope.orgId, scope.filtersBool, scope.filters, scope.range?.start ?? null, scope.range?.end ?? null, ...(scope.cohort ? [scope.cohort] : [])]);
 
-export function encodeCursor(position: EventPosition, scope: EventScope): string {
+export function encodeCursor(position: EventPosition, scope: EventSelection): string {
   const { timestamp: t, received_at: r, seq: s, event_id: e } = position;
   return encodeOpaqueCursor({ t, r, s, e }, fingerprintOf(scope));
 }
 
 const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,9})?$/;
 
-export function decodeCursor(cursor: string, scope: EventScope): EventPosition {
+export function decodeCursor(cursor: string, scope: EventSelection): EventPosition {
   const p = decodeOpaqueCursor(
     cursor,
     fingerprintOf(scope),

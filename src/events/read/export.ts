@@ -12,7 +12,7 @@ import { DT64, ParamBag, compiled } from '../../clickhouse/sql.ts';
 import { csvLine, EXPORT_SLICE_SETTINGS, planDaySlices, SLICE_ROWS, type ExportFormat } from '../../query/export.ts';
 import { EVENT_COLUMNS, toEventRecord, type EventReadRow } from './record.ts';
 import { EVENT_ORDER } from './search.ts';
-import { EventSource, type EventScope } from './source.ts';
+import { EventSource, type EventSelection } from './source.ts';
 import { READ_SETTINGS } from '../../query/settings.ts';
 
 const EXPORT_SETTINGS: ClickHouseSettings = { ...READ_SETTINGS, ...EXPORT_SLICE_SETTINGS };
@@ -24,7 +24,7 @@ export const EVENT_CSV_COLUMNS = [
   'rating', 'rating_scale', 'message_id',
 ] as const;
 
-export async function exportEvents(client: ClickHouseClient, scope: EventScope, format: ExportFormat, signal: AbortSignal, sliceRows = SLICE_ROWS): Promise<Readable> {
+export async function exportEvents(client: ClickHouseClient, scope: EventSelection, format: ExportFormat, signal: AbortSignal, sliceRows = SLICE_ROWS): Promise<Readable> {
   const bag = new ParamBag();
   const days = compiled(`SELECT toString(toDate32(timestamp)) AS d, count() AS n ${new EventSource(scope, bag).from()} GROUP BY d ORDER BY d DESC`, bag);
   const rs = await client.query({ query: days.sql, query_params: { ...days.params }, format: 'JSONEachRow', clickhouse_settings: READ_SETTINGS, abort_signal: signal });
@@ -32,7 +32,7 @@ export async function exportEvents(client: ClickHouseClient, scope: EventScope, 
   return Readable.from(chunks(client, scope, plan, format, signal), { objectMode: false });
 }
 
-async function* chunks(client: ClickHouseClient, scope: EventScope, plan: Array<[string, string]>, format: ExportFormat, signal: AbortSignal): AsyncGenerator<string> {
+async function* chunks(client: ClickHouseClient, scope: EventSelection, plan: Array<[string, string]>, format: ExportFormat, signal: AbortSignal): AsyncGenerator<string> {
   if (format === 'csv') yield `${EVENT_CSV_COLUMNS.join(',')}\r\n`;
   for (const [from, to] of plan) {
     const bag = new ParamBag();

@@ -196,7 +196,7 @@ function jsonTest(f: RawFilter, op: ReturnType<typeof splitOperator>['op'], prob
 export const eventRangeSchema = rangeSchema('timestamp', 'date or date-time with an offset, e.g. 2026-11-01T00:00:00Z');
 
 /** filters_bool, filters, range, cohort: the part shared by event search, aggregation and export. */
-export const eventScopeEntries = {
+export const eventSelectionEntries = {
   filters_bool: v.optional(v.picklist(['AND', 'OR'], 'filters_bool must be "AND" or "OR"'), 'AND'),
   filters: v.optional(v.pipe(
     v.array(eventFilterSchema, 'filters must be an array'),

@@ -17,10 +17,10 @@
  * snapshot of the table (READ_SETTINGS), so a concurrent INSERT is in both or in neither.
  */
 import { MICROS_PER_HOUR, parseInstantMicros, type HistogramPlan } from '../../query/histogram.ts';
-import type { EventSource, EventScope } from './source.ts';
+import type { EventSource, EventSelection } from './source.ts';
 
 /** The scope can be evaluated on the projection's columns: filters on type and event_name only, no cohort (a per-user condition). */
-export function hoursServe(scope: EventScope): boolean {
+export function hoursServe(scope: EventSelection): boolean {
   return !scope.cohort && scope.filters.every((f) => f.kind === 'type' || f.kind === 'event_name');
 }
 
@@ -65,7 +65,7 @@ export function splitHours(start: bigint | undefined, end: bigint | undefined, e
 }
 
 /** The scope's range split at `edges` (µs). */
-export function splitScopeHours(scope: EventScope, edges: readonly bigint[]): HourSplit {
+export function splitSelectionHours(scope: EventSelection, edges: readonly bigint[]): HourSplit {
   const micros = (t: string | undefined) => (t === undefined ? undefined : parseInstantMicros(t) ?? undefined);
   return splitHours(micros(scope.range?.start), micros(scope.range?.end), edges);
 }
@@ -81,7 +81,7 @@ export const secondsOf = (t: bigint) => Number(t / 1_000_000n);
  * the projection for whole hours and from the rows for partial ones. Placeholders go to the
  * source's bag.
  */
-export function hoursSource(source: EventSource, edges: readonly bigint[], split = splitScopeHours(source.scope, edges)): string {
+export function hoursSource(source: EventSource, edges: readonly bigint[], split = splitSelectionHours(source.scope, edges)): string {
   const { bag } = source;
   const filters = source.filtersSql();
   const hourSeconds = HOUR_SECONDS_SQL;

@@ -3,17 +3,17 @@ import { answer, defineRoute, type Feature } from '../../server/route.ts';
 import { jsonObject } from '../../validation.ts';
 import { EXPORT_CONTENT_TYPE, exportFormatOf } from '../../query/export.ts';
 import { EVENT_CSV_COLUMNS, exportEvents } from './export.ts';
-import { eventScopeEntries } from './filters.ts';
+import { eventSelectionEntries } from './filters.ts';
 import { aggregateEvents, eventAggregationBodySchema } from './aggregation.ts';
 import { userProfile } from './profile.ts';
 import { EVENT_RESULT_SCHEMAS } from './openapi.ts';
-import { eventScopeOf, eventSearchBodySchema, searchEvents } from './search.ts';
+import { eventSelectionOf, eventSearchBodySchema, searchEvents } from './search.ts';
 import { userAliasParam } from '../rows.ts';
 
 const READ_ERRORS = [400, 401, 403, 413, 415, 429, 503] as const;
 
 /** The export body: the scope of an event search, without size or cursor (every match is sent). */
-const eventExportBodySchema = jsonObject({ ...eventScopeEntries }, 'the event export body');
+const eventExportBodySchema = jsonObject({ ...eventSelectionEntries }, 'the event export body');
 
 /** The event reads: search, aggregation (each SEARCH also served as POST) and user profiles. */
 export function eventReadsFeature(deps: AppDeps): Feature {
@@ -38,7 +38,7 @@ export function eventReadsFeature(deps: AppDeps): Feature {
       },
       success: { status: 200, description: '`{took, hits: {total: {value}, events}, next_cursor}`', ...EVENT_RESULT_SCHEMAS.search },
       errors: READ_ERRORS,
-      handler: ({ auth, body }) => searchEvents(client(), eventScopeOf(auth.orgId, body), body),
+      handler: ({ auth, body }) => searchEvents(client(), eventSelectionOf(auth.orgId, body), body),
     });
   return {
     routes: [
@@ -74,7 +74,7 @@ export function eventReadsFeature(deps: AppDeps): Feature {
         errors: READ_ERRORS,
         handler: async ({ auth, body, headers, signal }) => {
           const format = exportFormatOf(headers.accept);
-          const stream = await exportEvents(client(), eventScopeOf(auth.orgId, body), format, signal);
+          const stream = await exportEvents(client(), eventSelectionOf(auth.orgId, body), format, signal);
           return answer({ status: 200, body: stream, headers: { 'content-type': EXPORT_CONTENT_TYPE[format] } });
         },
       }),
@@ -98,7 +98,7 @@ export function eventReadsFeature(deps: AppDeps): Feature {
         },
         success: { status: 200, description: '`{took, hits: {total: {value}}, unique_users?, aggregations}`', ...EVENT_RESULT_SCHEMAS.aggregation },
         errors: READ_ERRORS,
-        handler: ({ auth, body }) => aggregateEvents(client(), eventScopeOf(auth.orgId, body), body.group_by, body.metrics),
+        handler: ({ auth, body }) => aggregateEvents(client(), eventSelectionOf(auth.orgId, body), body.group_by, body.metrics),
       }),
       defineRoute({
         operationId: 'getUserProfile',

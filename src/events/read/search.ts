@@ -19,16 +19,16 @@ import { cachedRequest } from '../../query/request-cache.ts';
 import { READ_SETTINGS } from '../../query/settings.ts';
 import { jsonObject } from '../../validation.ts';
 import { decodeCursor, encodeCursor, type EventPosition } from './cursor.ts';
-import { eventScopeEntries } from './filters.ts';
+import { eventSelectionEntries } from './filters.ts';
 import { EVENT_COLUMNS, toEventRecord, type EventReadRow, type EventRecord } from './record.ts';
-import { EventSource, type EventScope } from './source.ts';
+import { EventSource, type EventSelection } from './source.ts';
 import { hoursServe, hoursSource } from './hours.ts';
 import { parseInstantMicros } from '../../query/histogram.ts';
 
 export const MAX_EVENT_PAGE_SIZE = 1000;
 
 export const eventSearchBodySchema = jsonObject({
-  ...eventScopeEntries,
+  ...eventSelectionEntries,
   size: v.optional(v.pipe(
     v.number('size must be an integer'), v.integer('size must be an integer'),
     v.minValue(0, `size must be 0 to ${MAX_EVENT_PAGE_SIZE}`), v.maxValue(MAX_EVENT_PAGE_SIZE, `size must be 0 to ${MAX_EVENT_PAGE_SIZE}`),
@@ -38,11 +38,11 @@ export const eventSearchBodySchema = jsonObject({
 export type EventSearchBody = v.InferOutput<typeof eventSearchBodySchema>;
 
 /** The scope of an event read: the token's organization, the body's filters, range and cohort. */
-export function eventScopeOf(orgId: string, body: Pick<EventSearchBody, 'filters_bool' | 'filters' | 'range' | 'cohort'>): EventScope {
+export function eventSelectionOf(orgId: string, body: Pick<EventSearchBody, 'filters_bool' | 'filters' | 'range' | 'cohort'>): EventSelection {
   return { orgId, filtersBool: body.filters_bool, filters: body.filters, range: body.range, cohort: body.cohort };
 }
 
-export interface EventSearchInput extends EventScope {
+export interface EventSearchInput extends EventSelection {
   size: number;
   /** Continue strictly after this position. */
   after?: EventPosition;
@@ -93,7 +93,7 @@ export function compileEventCountFromHours(input: EventSearchInput, windowStarts
 }
 
 /** `limit` events after `after`, newest first; with `windowStart`, only from that instant on. */
-export function compileEventPage(input: EventScope & { after?: EventPosition }, limit: number, windowStart?: string): CompiledQuery {
+export function compileEventPage(input: EventSelection & { after?: EventPosition }, limit: number, windowStart?: string): CompiledQuery {
   const bag = new ParamBag();
   const source = new EventSource(input, bag);
   const from = source.from();
@@ -119,7 +119,7 @@ export async function runEventSearch(run: RunQuery, input: EventSearchInput, opt
   return { total, rows: rows.slice(0, input.size), more: rows.length > input.size };
 }
 
-export async function searchEvents(client: ClickHouseClient, scope: EventScope, body: { size: number; cursor?: string }): Promise<EventSearchResult> {
+export async function searchEvents(client: ClickHouseClient, scope: EventSelection, body: { size: number; cursor?: string }): Promise<EventSearchResult> {
   const started = performance.now();
   const after = body.cursor === undefined ? undefined : decodeCursor(body.cursor, scope);
   const input = { ...scope, size: body.size, after };

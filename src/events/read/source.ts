@@ -1,19 +1,19 @@
 /**
- * The one source every event read starts from. Like the survey responses' `fromScope`, the tenant
+ * The one source every event read starts from. Like the survey responses' `fromSelection`, the tenant
  * guard is part of the source: `FROM events ... WHERE org_id = <token's org> AND ...`, and every
  * table joined to it (the users' current properties, their current group memberships) is read
  * through the same organization placeholder, so no query can forget it on any table it reads.
  */
 import type { ParamBag } from '../../clickhouse/sql.ts';
 import { TenantOrg } from '../../clickhouse/tenant.ts';
-import { compileFilters, compileScopeWhere, type ReadScope } from '../../query/scope.ts';
+import { compileFilters, compileSelectionWhere, type ReadSelection } from '../../query/selection.ts';
 import type { CohortNode } from '../analysis/cohort.ts';
 import { cohortCondition } from '../analysis/cohort-sql.ts';
 import { compileEventFilter } from './compile.ts';
 import type { EventFilterNode } from './filters.ts';
 
 /** The scope of an event read: organization, filters, range on `timestamp`, and a feedback cohort (src/events/analysis/cohort.ts). */
-export type EventScope = ReadScope<EventFilterNode> & { cohort?: CohortNode };
+export type EventSelection = ReadSelection<EventFilterNode> & { cohort?: CohortNode };
 
 /**
  * A read of the events of one organization. Built once per query on its ParamBag: the org
@@ -21,15 +21,15 @@ export type EventScope = ReadScope<EventFilterNode> & { cohort?: CohortNode };
  */
 export class EventSource {
   readonly org: TenantOrg;
-  constructor(readonly scope: EventScope, readonly bag: ParamBag) {
+  constructor(readonly scope: EventSelection, readonly bag: ParamBag) {
     this.org = new TenantOrg(scope.orgId, bag);
   }
 
   /** The WHERE expression: org first, the cohort's users, then the timestamp range, then the filters joined by filtersBool. */
   where(): string {
-    const cohortEvents = (scope: EventScope) => new EventSource(scope, this.bag).from();
+    const cohortEvents = (scope: EventSelection) => new EventSource(scope, this.bag).from();
     const extra = this.scope.cohort ? [cohortCondition(this.scope.orgId, this.scope.cohort, this.bag, cohortEvents)] : [];
-    return compileScopeWhere(this.scope, this.bag, { org: this.org, table: 'events', time: 'timestamp', extra, filter: (f) => compileEventFilter(f, this) });
+    return compileSelectionWhere(this.scope, this.bag, { org: this.org, table: 'events', time: 'timestamp', extra, filter: (f) => compileEventFilter(f, this) });
   }
 
   /** The filters alone, joined by filtersBool in parentheses (undefined without filters). */

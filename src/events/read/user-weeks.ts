@@ -18,8 +18,8 @@
 import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
 import { bucketIndex, MICROS_PER_HOUR, type HistogramPlan } from '../../query/histogram.ts';
 import { bucketIndexSql } from '../../query/histogram-sql.ts';
-import { HOUR_SECONDS_SQL, hoursSource, planEdges, secondsOf, splitScopeHours, type HourSplit } from './hours.ts';
-import { EventSource, type EventScope } from './source.ts';
+import { HOUR_SECONDS_SQL, hoursSource, planEdges, secondsOf, splitSelectionHours, type HourSplit } from './hours.ts';
+import { EventSource, type EventSelection } from './source.ts';
 import { NIL_UUID } from '../../uuid.ts';
 
 const HOURS_PER_WEEK = 168n;
@@ -73,7 +73,7 @@ export function weekMasks(plan: HistogramPlan, split: HourSplit): WeekMasks | un
  * The scope and rules the weeks answer: unique users over one timestamp level, no filters and no
  * cohort (the weeks know neither an event's type and name nor the cohort's users).
  */
-export function weeksServe(scope: EventScope, levels: number, plan: HistogramPlan | undefined): plan is HistogramPlan {
+export function weeksServe(scope: EventSelection, levels: number, plan: HistogramPlan | undefined): plan is HistogramPlan {
   return levels === 1 && plan !== undefined && scope.filters.length === 0 && !scope.cohort && plan.starts.length <= 128;
 }
 
@@ -81,9 +81,9 @@ export function weeksServe(scope: EventScope, levels: number, plan: HistogramPla
  * The bucket rows (depth 0 and 1, as the ranked-bucket query gives them: every bucket of a single
  * date level is kept) with doc_count and unique_users; undefined when the weeks cannot answer.
  */
-export function compileUsersFromWeeks(scope: EventScope, plan: HistogramPlan): CompiledQuery | undefined {
+export function compileUsersFromWeeks(scope: EventSelection, plan: HistogramPlan): CompiledQuery | undefined {
   const edges = planEdges([plan]);
-  const split = splitScopeHours(scope, edges);
+  const split = splitSelectionHours(scope, edges);
   const masks = weekMasks(plan, split);
   if (!masks) return undefined;
   const bag = new ParamBag();

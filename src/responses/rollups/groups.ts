@@ -6,14 +6,14 @@
  */
 import type { ParamBag } from '../../clickhouse/sql.ts';
 import { answerGroupFilter, answerGroupsSql, answerTotalsFilter, answerTotalsRowsSql } from '../answer-rollups.ts';
-import type { Scope } from '../compile.ts';
+import type { ResponseSelection } from '../compile.ts';
 import type { FilterNode } from '../filters.ts';
-import { rollupRowsSql, type RollupWindow } from './read.ts';
+import { rollupRowsSql, type RollupCover } from './read.ts';
 
 /** Filter keys whose every operator the rollup groups can answer. */
 const ROLLUP_FILTER_KINDS: ReadonlySet<FilterNode['kind']> = new Set(['completion', 'language', 'channel_id']);
 
-export function filtersServable(scope: Scope): boolean {
+export function filtersServable(scope: ResponseSelection): boolean {
   return scope.filters.every((f) => ROLLUP_FILTER_KINDS.has(f.kind)) || answerGroupFilter(scope) !== undefined;
 }
 
@@ -25,7 +25,7 @@ const GROUP_ARRAYS = {
 export type GroupColumn = keyof typeof GROUP_ARRAYS;
 
 /** The group columns the scope's filters test (filtersServable holds: completion, language, channel_id). */
-const filterColumns = (scope: Scope): GroupColumn[] => scope.filters.map((f) => f.kind as GroupColumn);
+const filterColumns = (scope: ResponseSelection): GroupColumn[] => scope.filters.map((f) => f.kind as GroupColumn);
 
 const COMPLETION_TYPE = "Enum8('not_started' = 0, 'partially_completed' = 1, 'fully_completed' = 2)";
 /**
@@ -45,15 +45,15 @@ const TOTALS_BY: Partial<Record<GroupColumn, { map: string; type: string }>> = {
  * (schema/111, answer-rollups.ts) when the filter is one answer `eq` alone. `FROM ... WHERE ...`,
  * one row per slice, its maps expanded by `arrayJoin` when given; undefined when neither serves.
  */
-export function totalsRowsSql(scope: Scope, w: RollupWindow, bag: ParamBag, arrayJoin?: string): string | undefined {
+export function totalsRowsSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag, arrayJoin?: string): string | undefined {
   if (scope.filters.length === 0) return rollupRowsSql(scope, w, bag, arrayJoin);
   return answerTotalsFilter(scope) ? answerTotalsRowsSql(scope, w, bag, arrayJoin) : undefined;
 }
 
-export const totalsServable = (scope: Scope): boolean => scope.filters.length === 0 || answerTotalsFilter(scope) !== undefined;
+export const totalsServable = (scope: ResponseSelection): boolean => scope.filters.length === 0 || answerTotalsFilter(scope) !== undefined;
 
 /** Whether rollupGroupsSql answers these columns from the slice totals: at most one of completion, end_reason. */
-export function groupsFromTotals(scope: Scope, columns: readonly GroupColumn[]): boolean {
+export function groupsFromTotals(scope: ResponseSelection, columns: readonly GroupColumn[]): boolean {
   const dims = [...new Set(columns)].filter((c) => c !== 'x_rows');
   return totalsServable(scope) && (dims.length === 0 || (dims.length === 1 && TOTALS_BY[dims[0]] !== undefined));
 }
@@ -69,7 +69,7 @@ export function groupsFromTotals(scope: Scope, columns: readonly GroupColumn[]):
  * value of that dimension in the slice, instead of one per group (5M responses, survey_id under
  * *: 27-63 -> 6-10 ms).
  */
-export function rollupGroupsSql(scope: Scope, w: RollupWindow, bag: ParamBag, columns: readonly GroupColumn[]): string {
+export function rollupGroupsSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag, columns: readonly GroupColumn[]): string {
   if (groupsFromTotals(scope, columns)) {
     const [dim] = [...new Set(columns)].filter((c) => c !== 'x_rows');
     if (!dim) return `SELECT survey_id, start AS created_at, t_rows AS x_rows ${totalsRowsSql(scope, w, bag)!}`;
@@ -91,7 +91,7 @@ export function rollupGroupsSql(scope: Scope, w: RollupWindow, bag: ParamBag, co
  * end_reason, language). With no filter and no such column, the per-(question, value) totals
  * (q_*, schema/050) answer: 2.3-3.7x fewer entries to filter than the per-group a_* arrays.
  */
-export function rollupAnswersSql(scope: Scope, w: RollupWindow, questionId: string, bag: ParamBag, columns: readonly GroupColumn[]): string {
+export function rollupAnswersSql(scope: ResponseSelection, w: RollupCover, questionId: string, bag: ParamBag, columns: readonly GroupColumn[]): string {
   // Only the entries of that question are expanded (a slice holds the answers of every question):
   // each array is filtered alike, without capturing a column in a lambda (the engine would copy
   // the captured array once per element) and without indexing after the ARRAY JOIN (each row

@@ -21,7 +21,7 @@
  */
 import { DT64, type ParamBag, type RunQuery } from '../../clickhouse/sql.ts';
 import { TenantOrg } from '../../clickhouse/tenant.ts';
-import type { Scope } from '../compile.ts';
+import type { ResponseSelection } from '../compile.ts';
 import { compileFilter } from '../compile.ts';
 import type { GroupByRule } from '../group-by.ts';
 import type { HistogramPlan } from '../../query/histogram.ts';
@@ -75,7 +75,7 @@ export function grainOf(plans: readonly (HistogramPlan | undefined)[]): Span | n
 }
 
 /** Which rows answer what: null bounds are unbounded; each level answers inside the one before. */
-export interface RollupWindow {
+export interface RollupCover {
   /** Whole hours [hourFrom, hourTo) come from the rollup; created_at outside them from the raw table. */
   hourFrom: bigint | null;
   hourTo: bigint | null;
@@ -95,7 +95,7 @@ export interface RollupWindow {
 const nonEmpty = (from: bigint | null, to: bigint | null) => from === null || to === null || from < to;
 
 /** Pure: the window for the scope's range, or null when the rollup cannot serve any of it. */
-export function rollupWindow(range: Scope['range'], pending: Pending, grain: Span): RollupWindow | null {
+export function rollupCover(range: ResponseSelection['range'], pending: Pending, grain: Span): RollupCover | null {
   if (pending.org) return null;
   const start = range?.start !== undefined ? parseInstantMicros(range.start) : null;
   const end = range?.end !== undefined ? parseInstantMicros(range.end) : null;
@@ -131,7 +131,7 @@ const sliceSet = (bag: ParamBag, slices: readonly HourSlice[]) =>
  * The extra condition on survey_responses (ANDed to the scope): the created_at the rollup does not
  * answer. undefined when the rollup answers all of the scope (no raw rows needed).
  */
-export function rawRemainderSql(w: RollupWindow, bag: ParamBag): string | undefined {
+export function rawRemainderSql(w: RollupCover, bag: ParamBag): string | undefined {
   const parts: string[] = [];
   if (w.hourFrom !== null) parts.push(`created_at < ${dt(bag, w.hourFrom)}`);
   if (w.hourTo !== null) parts.push(`created_at >= ${dt(bag, w.hourTo)}`);
@@ -162,7 +162,7 @@ export function rawRemainderSql(w: RollupWindow, bag: ParamBag): string | undefi
  * key (org_id, span, survey_id, start), which the answer totals (schema/111) share. FINAL: a
  * recompute replaces a slice row by a newer version. Callers append ` AND ...`.
  */
-export function fromSlicesSql(table: 'survey_rollup' | 'survey_rollup_answers', scope: Scope, w: RollupWindow, bag: ParamBag, joins: readonly string[] = []): string {
+export function fromSlicesSql(table: 'survey_rollup' | 'survey_rollup_answers', scope: ResponseSelection, w: RollupCover, bag: ParamBag, joins: readonly string[] = []): string {
   const head = [new TenantOrg(scope.orgId, bag).from(table, { final: true, joins })];
   if (scope.surveyIds !== '*') head.push(`survey_id IN ${bag.add(scope.surveyIds, 'Array(UUID)')}`);
   const within = (from: bigint | null, to: bigint | null) =>
@@ -186,7 +186,7 @@ export function fromSlicesSql(table: 'survey_rollup' | 'survey_rollup_answers', 
 }
 
 /** The scope's filters over the rollup's group columns (filtersServable must hold). */
-function filtersSql(scope: Scope, bag: ParamBag): string {
+function filtersSql(scope: ResponseSelection, bag: ParamBag): string {
   if (scope.filters.length === 0) return '';
   const joiner = scope.filtersBool === 'OR' ? ' OR ' : ' AND ';
   return ` AND (${scope.filters.map((f) => compileFilter(f, bag)).join(joiner)})`;
@@ -196,6 +196,6 @@ function filtersSql(scope: Scope, bag: ParamBag): string {
  * `FROM ... WHERE ...` of the slice rows that answer the window, their arrays expanded by
  * `arrayJoin` when given. FINAL: a recompute replaces a slice row by a newer version.
  */
-export function rollupRowsSql(scope: Scope, w: RollupWindow, bag: ParamBag, arrayJoin?: string): string {
+export function rollupRowsSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag, arrayJoin?: string): string {
   return `${fromSlicesSql('survey_rollup', scope, w, bag, arrayJoin ? [`ARRAY JOIN ${arrayJoin}`] : [])}${filtersSql(scope, bag)}`;
 }

@@ -2,12 +2,12 @@
  * The rows in a read's scope, wherever they are stored: the one source that the summary, the
  * aggregation and the search count start from.
  *
- * Decide, then print. The decision is a RollupWindow (rollups/read.ts: rollupWindow, taken with
+ * Decide, then print. The decision is a RollupCover (rollups/read.ts: rollupCover, taken with
  * the pending marks of rollups/pending.ts), or none: the raw table answers all of the scope. This
  * file only prints what was decided:
  *   - rawRowsSql: `FROM survey_responses FINAL [PREWHERE <what the rollup does not answer>] WHERE
  *     <scope>`, each raw row standing for one response;
- *   - rowsInScopeSql: a relation of groups of responses with their count `group_rows`, the raw
+ *   - rowsInSelectionSql: a relation of groups of responses with their count `group_rows`, the raw
  *     rows grouped by the columns asked for beside the slice groups of the rollup, with the same
  *     columns and types. Summing group_rows over any grouping of its rows counts the responses.
  *
@@ -17,10 +17,10 @@
  * keeps all versions of a response together, so it is exact, and the engine reads the other
  * columns only for the rows it keeps.
  */
-import { fromScope, type Scope } from './compile.ts';
+import { fromSelection, type ResponseSelection } from './compile.ts';
 import type { ParamBag } from '../clickhouse/sql.ts';
 import { rollupGroupsSql, type GroupColumn } from './rollups/groups.ts';
-import { rawRemainderSql, type RollupWindow } from './rollups/read.ts';
+import { rawRemainderSql, type RollupCover } from './rollups/read.ts';
 
 /** Dimensions of a response that the raw rows and the slice groups both carry. */
 export type ScopeKey = 'survey_id' | 'created_at' | Exclude<GroupColumn, `x_${string}`>;
@@ -37,10 +37,10 @@ export interface RowsRequest {
  * `FROM ... WHERE ...`; undefined when the window answers the whole scope. Callers append
  * `AND ...`, GROUP BY or ORDER BY.
  */
-export function rawRowsSql(scope: Scope, bag: ParamBag, window?: RollupWindow): string | undefined {
-  if (!window) return fromScope(scope, bag);
+export function rawRowsSql(scope: ResponseSelection, bag: ParamBag, window?: RollupCover): string | undefined {
+  if (!window) return fromSelection(scope, bag);
   let answered = false;
-  const source = fromScope(scope, bag, (b) => {
+  const source = fromSelection(scope, bag, (b) => {
     const remainder = rawRemainderSql(window, b);
     answered = remainder === undefined;
     return remainder;
@@ -63,7 +63,7 @@ const SCORES = [
  * `SELECT <keys>, group_rows[, group_nps, group_csat, group_ces] FROM survey_responses ...`; undefined when the
  * window answers the whole scope.
  */
-export function rawGroupsSql(scope: Scope, window: RollupWindow | undefined, bag: ParamBag, request: RowsRequest): string | undefined {
+export function rawGroupsSql(scope: ResponseSelection, window: RollupCover | undefined, bag: ParamBag, request: RowsRequest): string | undefined {
   const raw = rawRowsSql(scope, bag, window);
   if (raw === undefined) return undefined;
   const keys = [...new Set(request.keys)];
@@ -75,7 +75,7 @@ export function rawGroupsSql(scope: Scope, window: RollupWindow | undefined, bag
  * `SELECT <keys>, group_rows[, group_nps, group_csat, group_ces] FROM (raw groups UNION ALL slice groups)` for the
  * scope, from the window when there is one.
  */
-export function rowsInScopeSql(scope: Scope, window: RollupWindow | undefined, bag: ParamBag, request: RowsRequest): string {
+export function rowsInSelectionSql(scope: ResponseSelection, window: RollupCover | undefined, bag: ParamBag, request: RowsRequest): string {
   const keys = [...new Set(request.keys)];
   const scores = request.scores ? SCORES : [];
   const parts: string[] = [];

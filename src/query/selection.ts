@@ -1,5 +1,5 @@
 /**
- * Scope compilation, the same for every scoped source of the query language (survey responses,
+ * Selection compilation (the rows a request reads), the same for every guarded source of the query language (survey responses,
  * events): the tenant guard first, then the feature's own conditions (e.g. the path's survey
  * list), the inclusive range on the feature's time column, then the filters joined by
  * filters_bool in parentheses. Each feature compiles its own filter nodes (its key catalogue) and
@@ -14,7 +14,7 @@ import type { TenantOrg, TenantTable } from '../clickhouse/tenant.ts';
 
 
 /** The scope of a read: the token's organization, the body's filters and range. */
-export interface ReadScope<F> {
+export interface ReadSelection<F> {
   orgId: string;
   filtersBool: 'AND' | 'OR';
   filters: readonly F[];
@@ -22,7 +22,7 @@ export interface ReadScope<F> {
   range?: { start?: string; end?: string };
 }
 
-export interface ScopeColumns<F> {
+export interface SelectionColumns<F> {
   /** The organization (src/clickhouse/tenant.ts), made by the caller so that joined tables reuse its placeholder. */
   org: TenantOrg;
   /** The tenant table the scope reads. */
@@ -36,7 +36,7 @@ export interface ScopeColumns<F> {
 }
 
 /** The WHERE expression (without the keyword). */
-export function compileScopeWhere<F>(scope: ReadScope<F>, bag: ParamBag, columns: ScopeColumns<F>): string {
+export function compileSelectionWhere<F>(scope: ReadSelection<F>, bag: ParamBag, columns: SelectionColumns<F>): string {
   const parts = [columns.org.condition(columns.table), ...(columns.extra ?? [])];
   if (scope.range?.start !== undefined) parts.push(`${columns.time} >= ${bag.add(scope.range.start, DT64)}`);
   if (scope.range?.end !== undefined) parts.push(`${columns.time} <= ${bag.add(scope.range.end, DT64)}`);
@@ -46,7 +46,7 @@ export function compileScopeWhere<F>(scope: ReadScope<F>, bag: ParamBag, columns
 }
 
 /** The filters joined by filters_bool, in parentheses; undefined without filters. */
-export function compileFilters<F>(scope: Pick<ReadScope<F>, 'filters' | 'filtersBool'>, filter: (node: F) => string): string | undefined {
+export function compileFilters<F>(scope: Pick<ReadSelection<F>, 'filters' | 'filtersBool'>, filter: (node: F) => string): string | undefined {
   if (scope.filters.length === 0) return undefined;
   return `(${scope.filters.map(filter).join(scope.filtersBool === 'OR' ? ' OR ' : ' AND ')})`;
 }
