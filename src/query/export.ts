@@ -1,7 +1,7 @@
 /**
  * What the streaming exports (survey responses, events) share: the plan of time slices that keeps
  * each engine query to about SLICE_ROWS rows (so the engine sorts one slice at a time, never the
- * whole scope), and CSV records (RFC 4180).
+ * whole selection), and CSV records (RFC 4180).
  */
 
 /** Rows per slice (one engine query each), about: a slice is whole UTC days. */

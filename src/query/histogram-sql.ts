@@ -13,7 +13,7 @@ import { MICROS_PER_DAY, MICROS_PER_HOUR, formatDbMicros, type HistogramPlan } f
  * code; `alias` names a sub-expression (unique per query level, made of code only).
  */
 export function bucketIndexSql(column: string, plan: HistogramPlan, bag: ParamBag, alias: string): string {
-  // An empty series (no record in scope gave it a bound) puts every row in no bucket. Not the
+  // An empty series (no record in selection gave it a bound) puts every row in no bucket. Not the
   // general form: its range cannot hold (boundary = start), a cluster's initiator folds it to a
   // constant before sending the query to the shards, and a constant ROLLUP key is dropped from
   // GROUP BY while grouping() still names it, which the engine refuses. materialize() is never

@@ -59,9 +59,9 @@ export function planHistogram(start: bigint, end: bigint, unit: MinInterval, max
 
 /**
  * The series of a date level: the range where it gives a bound; a missing side from the data in
- * scope (the first value truncated to the start of its UTC hour/day/month, so keys read
+ * selection (the first value truncated to the start of its UTC hour/day/month, so keys read
  * 2024-01-01T00:00:00.000000Z rather than the odd instant of the first record; the last value as
- * is). No value in scope (`data` min/max null): an empty series.
+ * is). No value in selection (`data` min/max null): an empty series.
  */
 export function planSeries(range: { start?: string; end?: string } | undefined, data: { min: bigint | null; max: bigint | null } | undefined, unit: MinInterval, maxBuckets: number): HistogramPlan {
   const start = range?.start !== undefined ? parseInstantMicros(range.start) : data?.min != null ? truncateTo(data.min, unit) : null;

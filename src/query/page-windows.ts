@@ -4,7 +4,7 @@
  * window start (1 hour, 1 day, 7, 30 and 365 days before the anchor: min(range end, now, the
  * cursor's position)); the page then reads only from the smallest window that holds the newest
  * matches it needs. Every match of a window is newer than any match before it, so the page is the
- * same as over the whole scope, but the engine sorts the window's rows, not every match's.
+ * same as over the whole selection, but the engine sorts the window's rows, not every match's.
  */
 import { DT64, type ParamBag } from '../clickhouse/sql.ts';
 import { formatDbMicros, parseInstantMicros } from '../time/iso.ts';
@@ -34,7 +34,7 @@ export function windowCountColumns(time: string, starts: readonly string[], bag:
 /** A count row's window counts. */
 export type WindowCounts = Partial<Record<`w${number}`, number | string>>;
 
-/** The first (smallest) window holding at least `needed` matches, or undefined (the whole scope). */
+/** The first (smallest) window holding at least `needed` matches, or undefined (the whole selection). */
 export function smallestWindowHolding(row: WindowCounts | undefined, starts: readonly string[], needed: number): string | undefined {
   if (!row) return undefined;
   return starts.find((_, i) => Number(row[`w${i}`] ?? 0) >= needed);

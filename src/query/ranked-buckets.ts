@@ -6,7 +6,7 @@
  * (Not to be confused with the survey rollups, pre-aggregated slices: the engine's ROLLUP modifier
  * only adds the parent totals here.)
  *
- * Rows: depth d (0 = everything in scope), k1..kd the bucket keys down to that level (keys of
+ * Rows: depth d (0 = everything in selection), k1..kd the bucket keys down to that level (keys of
  * deeper levels are rolled up), `doc_count`, `other_doc_count` (the summed doc_count of the
  * siblings beyond the limit), and any extra metric columns. A key that is NULL is "no value at this
  * level": the record counts in its parent buckets but in no bucket of this level.
@@ -116,7 +116,7 @@ export function compileRankedBuckets(spec: RankedBucketsSpec): string {
  * repeats the record, once per value of that level times the values of the other multi-valued
  * levels; then a bucket at depth d counts only the rows holding the first value of every deeper
  * multi-valued level (isFirstOfLevelSql): exactly one row per record in that bucket. No
- * uniqExact(id): it keeps a hash set of every id in scope, several times the time and far more
+ * uniqExact(id): it keeps a hash set of every id in selection, several times the time and far more
  * memory (bench/query/README.md, "Figures behind the schema and the code").
  * `multiValued[i]` says whether level i + 1 is multi-valued.
  */

@@ -2,7 +2,7 @@
  * Caching of whole requests, for every read of the query language (survey summary and
  * aggregation, event search and aggregation). A read made of several queries (the histogram
  * bounds, the pending marks, a count then a page) is cached as one answer under a key naming the
- * request (its kind and its parts: scope, organization included, rules, page, options), shared by
+ * request (its kind and its parts: selection, organization included, rules, page, options), shared by
  * every identical request within the polling window (src/clickhouse/result-cache.ts): caching its
  * queries one by one could join a 3 s old count to a fresh page, an answer never true at any instant.
  *

@@ -13,7 +13,7 @@ export { DT64 };
 import type { TenantOrg, TenantTable } from '../clickhouse/tenant.ts';
 
 
-/** The scope of a read: the token's organization, the body's filters and range. */
+/** The selection of a read: the token's organization, the body's filters and range. */
 export interface ReadSelection<F> {
   orgId: string;
   filtersBool: 'AND' | 'OR';
@@ -25,7 +25,7 @@ export interface ReadSelection<F> {
 export interface SelectionColumns<F> {
   /** The organization (src/clickhouse/tenant.ts), made by the caller so that joined tables reuse its placeholder. */
   org: TenantOrg;
-  /** The tenant table the scope reads. */
+  /** The tenant table the selection reads. */
   table: TenantTable;
   /** The time column the range applies to (a column name from code). */
   time: string;
@@ -36,17 +36,17 @@ export interface SelectionColumns<F> {
 }
 
 /** The WHERE expression (without the keyword). */
-export function compileSelectionWhere<F>(scope: ReadSelection<F>, bag: ParamBag, columns: SelectionColumns<F>): string {
+export function compileSelectionWhere<F>(selection: ReadSelection<F>, bag: ParamBag, columns: SelectionColumns<F>): string {
   const parts = [columns.org.condition(columns.table), ...(columns.extra ?? [])];
-  if (scope.range?.start !== undefined) parts.push(`${columns.time} >= ${bag.add(scope.range.start, DT64)}`);
-  if (scope.range?.end !== undefined) parts.push(`${columns.time} <= ${bag.add(scope.range.end, DT64)}`);
-  const filters = compileFilters(scope, columns.filter);
+  if (selection.range?.start !== undefined) parts.push(`${columns.time} >= ${bag.add(selection.range.start, DT64)}`);
+  if (selection.range?.end !== undefined) parts.push(`${columns.time} <= ${bag.add(selection.range.end, DT64)}`);
+  const filters = compileFilters(selection, columns.filter);
   if (filters !== undefined) parts.push(filters);
   return parts.join(' AND ');
 }
 
 /** The filters joined by filters_bool, in parentheses; undefined without filters. */
-export function compileFilters<F>(scope: Pick<ReadSelection<F>, 'filters' | 'filtersBool'>, filter: (node: F) => string): string | undefined {
-  if (scope.filters.length === 0) return undefined;
-  return `(${scope.filters.map(filter).join(scope.filtersBool === 'OR' ? ' OR ' : ' AND ')})`;
+export function compileFilters<F>(selection: Pick<ReadSelection<F>, 'filters' | 'filtersBool'>, filter: (node: F) => string): string | undefined {
+  if (selection.filters.length === 0) return undefined;
+  return `(${selection.filters.map(filter).join(selection.filtersBool === 'OR' ? ' OR ' : ' AND ')})`;
 }

@@ -28,7 +28,7 @@ export interface ShapedBucket {
 }
 
 export interface Shaped {
-  /** doc_count and the metrics of everything in scope (depth 0). */
+  /** doc_count and the metrics of everything in selection (depth 0). */
   top: { doc_count: number } & Record<string, number>;
   aggregations: Record<string, unknown>;
 }

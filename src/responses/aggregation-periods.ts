@@ -22,7 +22,7 @@ import { WEIGHTED_METRIC_ROW, metricAggregates, type MetricName } from './metric
 import { rollupCover, runWithPending, type Pending, type RollupCover } from './rollups/read.ts';
 
 export interface Period {
-  readonly scope: ResponseSelection;
+  readonly selection: ResponseSelection;
   /** The series of each date level over this period's range (undefined for the other levels). */
   readonly plans: readonly (HistogramPlan | undefined)[];
 }
@@ -35,8 +35,8 @@ export function compilePeriods(periods: readonly (Period & { rollup: RollupCover
   const bag = new ParamBag();
   const checks: string[] = [];
   const sources = periods.map((p, i) => {
-    const { source, fromTotals } = weightedSource(p.scope, rules, p.plans, p.rollup, bag, metrics);
-    const check = answersCheckSql(p.scope, p.rollup, bag, fromTotals);
+    const { source, fromTotals } = weightedSource(p.selection, rules, p.plans, p.rollup, bag, metrics);
+    const check = answersCheckSql(p.selection, p.rollup, bag, fromTotals);
     if (check) checks.push(check);
     return `SELECT toUInt8(${i}) AS period, * ${source}`;
   });
@@ -88,15 +88,15 @@ export function maxPeriodRows(rules: readonly GroupByRule[], plans: readonly (Hi
 export async function runPeriods(run: RunQuery, periods: readonly Period[], rules: readonly GroupByRule[], options: AggregationOptions = {}): Promise<AggregationRow[][]> {
   const metrics = options.metrics ?? [];
   for (const p of periods) checkDenseBuckets(p.plans);
-  const separately = () => Promise.all(periods.map(async (p) => (await runAggregation(run, p.scope, rules, { ...options, plans: p.plans })).rows));
-  const grains = periods.map((p) => rollupGrain(p.scope, rules, p.plans, metrics, options));
+  const separately = () => Promise.all(periods.map(async (p) => (await runAggregation(run, p.selection, rules, { ...options, plans: p.plans })).rows));
+  const grains = periods.map((p) => rollupGrain(p.selection, rules, p.plans, metrics, options));
   const rows = periods.reduce((n, p) => n + maxPeriodRows(rules, p.plans), 1);
   if (periods.length < 2 || grains.some((g) => g === null) || rows > MAX_RESPONSE_BUCKETS + 1) return separately();
   const compile = (pending: Pending) => {
-    const windows = periods.map((p, i) => rollupCover(p.scope.range, pending, grains[i]!));
+    const windows = periods.map((p, i) => rollupCover(p.selection.range, pending, grains[i]!));
     return windows.every((w) => w !== null) ? compilePeriods(periods.map((p, i) => ({ ...p, rollup: windows[i]! })), rules, metrics) : null;
   };
-  const found = await runWithPending<AggregationRow>(run, options.fresh ?? run, periods[0].scope.orgId, compile);
-  const complete = found && checkedRows(periods[0].scope, found);
+  const found = await runWithPending<AggregationRow>(run, options.fresh ?? run, periods[0].selection.orgId, compile);
+  const complete = found && checkedRows(periods[0].selection, found);
   return complete ? splitPeriods(complete, periods.length, rules.length) : separately();
 }

@@ -45,9 +45,9 @@ interface RequestRows {
 }
 
 /** The main range in µs: compare needs both ends (a comparison is defined relative to them). */
-function mainRange(scope: ResponseSelection): MicrosRange {
-  const start = scope.range?.start !== undefined ? parseInstantMicros(scope.range.start) : null;
-  const end = scope.range?.end !== undefined ? parseInstantMicros(scope.range.end) : null;
+function mainRange(selection: ResponseSelection): MicrosRange {
+  const start = selection.range?.start !== undefined ? parseInstantMicros(selection.range.start) : null;
+  const end = selection.range?.end !== undefined ? parseInstantMicros(selection.range.end) : null;
   if (start === null || end === null) {
     throw invalid('compare needs a range with start and end', [{ path: 'range', message: 'give range.start and range.end: the comparisons are placed relative to them' }]);
   }
@@ -55,35 +55,35 @@ function mainRange(scope: ResponseSelection): MicrosRange {
 }
 
 /** The rows of every period, and the releases in the union of their date levels' ranges. */
-export async function runAggregationRequest(run: RunQuery, scope: ResponseSelection, request: AggregationRequest, options: ReadOptions = {}): Promise<RequestRows> {
+export async function runAggregationRequest(run: RunQuery, selection: ResponseSelection, request: AggregationRequest, options: ReadOptions = {}): Promise<RequestRows> {
   const { rules, metrics = [] } = request;
   const fresh = options.fresh ?? run;
   // With both range ends the series come from the range alone (no data bounds to read): the
   // releases are then read beside the periods, not after them.
-  const ranged = scope.range?.start !== undefined && scope.range?.end !== undefined;
+  const ranged = selection.range?.start !== undefined && selection.range?.end !== undefined;
   let periods: Promise<PeriodRows>[];
   let releases: Promise<Release[]> | undefined;
   if (!request.compare) {
-    const plans = ranged ? planLevels(rules, scope.range, {}) : undefined;
-    periods = [runAggregation(run, scope, rules, { ...options, metrics, plans })];
-    if (plans) releases = releasesForSeries(fresh, scope.orgId, plans);
+    const plans = ranged ? planLevels(rules, selection.range, {}) : undefined;
+    periods = [runAggregation(run, selection, rules, { ...options, metrics, plans })];
+    if (plans) releases = releasesForSeries(fresh, selection.orgId, plans);
   } else {
-    const range = mainRange(scope);
-    const plans = planLevels(rules, scope.range, {});
+    const range = mainRange(selection);
+    const plans = planLevels(rules, selection.range, {});
     const comparisons = planComparisons(request.compare, range, plans);
-    const shifted = comparisons.map((c): ResponseSelection => ({ ...scope, range: { start: formatDbMicros(c.range.start), end: formatDbMicros(c.range.end) } }));
+    const shifted = comparisons.map((c): ResponseSelection => ({ ...selection, range: { start: formatDbMicros(c.range.start), end: formatDbMicros(c.range.end) } }));
     // Every period in one query where the rollups serve them all (aggregation-periods.ts).
-    const rows = runPeriods(run, [{ scope, plans }, ...comparisons.map((c, i) => ({ scope: shifted[i], plans: c.plans }))], rules, { ...options, metrics });
+    const rows = runPeriods(run, [{ selection, plans }, ...comparisons.map((c, i) => ({ selection: shifted[i], plans: c.plans }))], rules, { ...options, metrics });
     periods = [
       rows.then(([main]) => ({ plans, rows: main, range })),
       ...comparisons.map((c, i) => rows.then((all) => ({ plans: [...c.plans], rows: all[i + 1], range: c.range }))),
     ];
     // Releases of every date level of every period, in one read.
-    releases = releasesForSeries(fresh, scope.orgId, [...plans, ...comparisons.flatMap((c) => c.plans)], 1 + comparisons.length);
+    releases = releasesForSeries(fresh, selection.orgId, [...plans, ...comparisons.flatMap((c) => c.plans)], 1 + comparisons.length);
   }
   const [main, ...comparisons] = await Promise.all(periods);
   // A series bounded by the data: its plans are known once its bounds were read.
-  const found = await (releases ?? releasesForSeries(fresh, scope.orgId, main.plans));
+  const found = await (releases ?? releasesForSeries(fresh, selection.orgId, main.plans));
   return { main, comparisons, releases: found };
 }
 
@@ -106,13 +106,13 @@ export function shapeAggregationRequest(request: AggregationRequest, rows: Reque
   return main;
 }
 
-/** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed scope and request. */
-export async function aggregate(client: ClickHouseClient, scope: ResponseSelection, request: AggregationRequest, options: ReadOptions = {}): Promise<{ result: AggregationResult; watermark: number }> {
+/** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed selection and request. */
+export async function aggregate(client: ClickHouseClient, selection: ResponseSelection, request: AggregationRequest, options: ReadOptions = {}): Promise<{ result: AggregationResult; watermark: number }> {
   const started = performance.now();
   // Cached as a whole request (src/query/request-cache.ts): the bounds, pending marks and releases
   // it read are those its rows were computed with. They are read without any cache; the grouped
   // queries may use the engine's 3 s query cache (their SQL carries both).
-  const { value: rows, at } = await cachedRequest(client, 'aggregation', [scope, request, options], RANKED_BUCKETS_SETTINGS, ({ run, fresh }) =>
-    runAggregationRequest(run, scope, request, { ...options, fresh }));
+  const { value: rows, at } = await cachedRequest(client, 'aggregation', [selection, request, options], RANKED_BUCKETS_SETTINGS, ({ run, fresh }) =>
+    runAggregationRequest(run, selection, request, { ...options, fresh }));
   return { result: shapeAggregationRequest(request, rows, Math.round(performance.now() - started)), watermark: at };
 }

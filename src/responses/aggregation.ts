@@ -3,7 +3,7 @@
  * rules, one nesting level per rule, with dense date histograms.
  *
  * Plan: (1) when a date level lacks a range bound, one query reads the data's min/max of its field
- * within the scope; (2) the series of each date level is planned in JS (histogram.ts); (3) ONE
+ * within the selection; (2) the series of each date level is planned in JS (histogram.ts); (3) ONE
  * query groups by all levels WITH ROLLUP, so every parent bucket gets its own exact count (a
  * response counts once in a parent bucket even when it sits in several child buckets), then ranks
  * buckets inside each parent and keeps the 100 largest per non-date level; (4) JS shapes the tree
@@ -62,7 +62,7 @@ export { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
 import { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
 
 /**
- * The scope plus `group_by`, `metrics` (metrics.ts) and `compare` (aggregation-request.ts); `size`
+ * The selection plus `group_by`, `metrics` (metrics.ts) and `compare` (aggregation-request.ts); `size`
  * and `offset` are accepted and ignored, any other field is a 400.
  */
 export const aggregationBodySchema = v.pipe(
@@ -107,9 +107,9 @@ export function fieldsNeedingBounds(rules: readonly GroupByRule[], range: Respon
 }
 
 /** `SELECT min_0, max_0, ...` of each field, as DateTime64 text (NULL when no response has one). */
-export function compileBounds(scope: ResponseSelection, fields: readonly DateField[]): CompiledQuery {
+export function compileBounds(selection: ResponseSelection, fields: readonly DateField[]): CompiledQuery {
   const bag = new ParamBag();
-  const source = fromSelection(scope, bag);
+  const source = fromSelection(selection, bag);
   const columns = fields.flatMap((f, i) => {
     const col = DATE_FIELD_COLUMNS[f];
     return [`toString(minOrNull(${col})) AS min_${i}`, `toString(maxOrNull(${col})) AS max_${i}`];
@@ -138,22 +138,22 @@ export function planLevels(rules: readonly GroupByRule[], range: ResponseSelecti
 export type AggregationRow = BucketRow;
 
 /**
- * Depth d (0 = everything in scope) rows: k1..kd are the bucket keys down to that level (a date
+ * Depth d (0 = everything in selection) rows: k1..kd are the bucket keys down to that level (a date
  * level's key is its bucket index), `doc_count` counts distinct responses, `other_doc_count` is the
  * summed doc_count of the siblings beyond the first 100. Only rows under kept ancestors are returned.
  */
 export function compileAggregation(
-  scope: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupCover, metrics: readonly MetricName[] = [],
+  selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupCover, metrics: readonly MetricName[] = [],
 ): CompiledQuery {
   const bag = new ParamBag();
   if (rollup) {
-    const { fromTotals, ...weighted } = weightedSource(scope, rules, plans, rollup, bag, metrics);
+    const { fromTotals, ...weighted } = weightedSource(selection, rules, plans, rollup, bag, metrics);
     const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
     // Rollup-served metrics have no multi-valued level (metricsServable): every row counts in full.
     const ranked = compileRankedBuckets({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit, bounded: boundedLevels(rules) });
-    return compiled(`SELECT *${answersCompleteColumn(scope, rollup, bag, fromTotals)} FROM (${ranked})`, bag);
+    return compiled(`SELECT *${answersCompleteColumn(selection, rollup, bag, fromTotals)} FROM (${ranked})`, bag);
   }
-  const source = fromSelection(scope, bag);
+  const source = fromSelection(selection, bag);
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
   const metricColumns = metricAggregates(metrics, RAW_METRIC_ROW, firstFlagsPerDepth(rules));
@@ -177,10 +177,10 @@ function firstFlagsPerDepth(rules: readonly GroupByRule[]): string[] {
 }
 
 /**
- * The grouped source when the rollup answers part of the scope (rollups/read.ts): the same ranked
+ * The grouped source when the rollup answers part of the selection (rollups/read.ts): the same ranked
  * ROLLUP over a union of weighted rows. Each row carries the level keys u1..un and, per depth d,
  * the number of responses it stands for in a bucket of that depth (w0..wn):
- * - raw rows (the part of the scope the rollup does not answer): 1, or the first-value flags of
+ * - raw rows (the part of the selection the rollup does not answer): 1, or the first-value flags of
  *   docCountSql under a multi-valued level;
  * - rollup groups: their response count down to the answer level (every depth when there is
  *   none); their answer key is NULL, so they are in no bucket of that level or below;
@@ -188,7 +188,7 @@ function firstFlagsPerDepth(rules: readonly GroupByRule[]): string[] {
  * `fromTotals`: whether the rollup groups came from the slice totals (for the answers' completeness check).
  */
 export function weightedSource(
-  scope: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupCover, bag: ParamBag, metrics: readonly MetricName[],
+  selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupCover, bag: ParamBag, metrics: readonly MetricName[],
 ): { source: string; keys: string[]; count: string; fromTotals: boolean } {
   const n = rules.length;
   const depths = Array.from({ length: n + 1 }, (_, d) => d);
@@ -199,7 +199,7 @@ export function weightedSource(
 
   const sources: string[] = [];
   // The raw rows the rollup does not answer (selection-rows.ts), one by one.
-  const raw = rawRowsSql(scope, bag, rollup);
+  const raw = rawRowsSql(selection, bag, rollup);
   if (raw !== undefined) {
     const rawKeys = rules.map((rule, i) => `${levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
     const firstFlags = (d: number) => rules.flatMap((rule, i) => (i + 1 > d && isMultiValued(rule) ? [isFirstOfLevelSql(i + 1)] : []));
@@ -207,12 +207,12 @@ export function weightedSource(
   }
   // The group columns the levels' keys read (survey_id and created_at are on every rollup row).
   const columns = rules.flatMap((r): GroupColumn[] => (r.kind === 'completion' || r.kind === 'end_reason' ? [r.kind] : []));
-  const groups = metrics.length === 0 ? rollupGroupsSql(scope, rollup, bag, columns) : rollupMetricGroupsSql(scope, rollup, bag, columns, metrics);
-  const fromTotals = metrics.length === 0 ? groupsFromTotals(scope, columns) : metricGroupsFromTotals(scope, columns);
+  const groups = metrics.length === 0 ? rollupGroupsSql(selection, rollup, bag, columns) : rollupMetricGroupsSql(selection, rollup, bag, columns, metrics);
+  const fromTotals = metrics.length === 0 ? groupsFromTotals(selection, columns) : metricGroupsFromTotals(selection, columns);
   sources.push(`SELECT ${keysWith('CAST(NULL AS Nullable(String))')}, ${weights((d) => (answerLevel === 0 || d < answerLevel ? 'x_rows' : '0'))}${metricRowColumns(metrics, GROUP_METRIC_ROW)} FROM (${groups})`);
   if (answerLevel > 0) {
     const rule = rules[answerLevel - 1] as Extract<GroupByRule, { kind: 'answer' }>;
-    sources.push(`SELECT ${keysWith('CAST(answer_value AS Nullable(String))')}, ${weights((d) => (d >= answerLevel ? 'x_rows' : '0'))} FROM (${rollupAnswersSql(scope, rollup, rule.questionId, bag, columns)})`);
+    sources.push(`SELECT ${keysWith('CAST(answer_value AS Nullable(String))')}, ${weights((d) => (d >= answerLevel ? 'x_rows' : '0'))} FROM (${rollupAnswersSql(selection, rollup, rule.questionId, bag, columns)})`);
   }
   return {
     source: `FROM (${sources.join(' UNION ALL ')})`,
@@ -240,7 +240,7 @@ export interface ShapeOptions {
   main?: (path: BucketPath) => MetricCounts;
 }
 
-/** The metric counts of each bucket of the rows, by path ([] = the whole scope). */
+/** The metric counts of each bucket of the rows, by path ([] = the whole selection). */
 export function countsByPath(rules: readonly GroupByRule[], rows: readonly AggregationRow[]): (path: BucketPath) => MetricCounts {
   const byPath = new Map<string, MetricCounts>();
   for (const row of rows) {
@@ -293,9 +293,9 @@ export interface AggregationOptions extends ReadOptions {
  * they cannot serve it and the raw table answers. An answer filter's groups hold no other
  * question's answers: no `answer` level with it (answer-rollups.ts).
  */
-export function rollupGrain(scope: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly MetricName[], options: ReadOptions): Span | null {
-  const answerFiltered = answerGroupFilter(scope) !== undefined && rules.some((r) => r.kind === 'answer');
-  return options.rollups !== false && filtersServable(scope) && !answerFiltered && rulesServable(rules) && metricsServable(rules, metrics) ? grainOf(plans) : null;
+export function rollupGrain(selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly MetricName[], options: ReadOptions): Span | null {
+  const answerFiltered = answerGroupFilter(selection) !== undefined && rules.some((r) => r.kind === 'answer');
+  return options.rollups !== false && filtersServable(selection) && !answerFiltered && rulesServable(rules) && metricsServable(rules, metrics) ? grainOf(plans) : null;
 }
 
 /**
@@ -303,21 +303,21 @@ export function rollupGrain(scope: ResponseSelection, rules: readonly GroupByRul
  * null when one was incomplete. The check rides on the rows: with none (no bucket, not even the
  * total), nothing said the slices were complete.
  */
-export function checkedRows(scope: ResponseSelection, rows: readonly AggregationRow[]): AggregationRow[] | null {
-  return rows.length === 0 && answerGroupFilter(scope) ? null : completeRows(rows);
+export function checkedRows(selection: ResponseSelection, rows: readonly AggregationRow[]): AggregationRow[] | null {
+  return rows.length === 0 && answerGroupFilter(selection) ? null : completeRows(rows);
 }
 
 /** The data bounds when a histogram needs them, the plans, then the grouped query. */
-export async function runAggregation(run: RunQuery, scope: ResponseSelection, rules: readonly GroupByRule[], options: AggregationOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
+export async function runAggregation(run: RunQuery, selection: ResponseSelection, rules: readonly GroupByRule[], options: AggregationOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
   const metrics = options.metrics ?? [];
-  const needBounds = options.plans ? [] : fieldsNeedingBounds(rules, scope.range);
-  const bounds = needBounds.length ? readBounds(needBounds, (await (options.fresh ?? run)<Record<string, string | null>>(compileBounds(scope, needBounds)))[0]) : {};
-  const plans = options.plans ? [...options.plans] : planLevels(rules, scope.range, bounds);
+  const needBounds = options.plans ? [] : fieldsNeedingBounds(rules, selection.range);
+  const bounds = needBounds.length ? readBounds(needBounds, (await (options.fresh ?? run)<Record<string, string | null>>(compileBounds(selection, needBounds)))[0]) : {};
+  const plans = options.plans ? [...options.plans] : planLevels(rules, selection.range, bounds);
   checkDenseBuckets(plans);
   // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
-  const grain = rollupGrain(scope, rules, plans, metrics, options);
-  if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics)) };
-  const compile = (pending: Pending) => compileAggregation(scope, rules, plans, rollupCover(scope.range, pending, grain) ?? undefined, metrics);
-  const rows = (await runWithPending<AggregationRow>(run, options.fresh ?? run, scope.orgId, compile))!;
-  return { plans, rows: checkedRows(scope, rows) ?? (await run<AggregationRow>(compileAggregation(scope, rules, plans, undefined, metrics))) };
+  const grain = rollupGrain(selection, rules, plans, metrics, options);
+  if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(selection, rules, plans, undefined, metrics)) };
+  const compile = (pending: Pending) => compileAggregation(selection, rules, plans, rollupCover(selection.range, pending, grain) ?? undefined, metrics);
+  const rows = (await runWithPending<AggregationRow>(run, options.fresh ?? run, selection.orgId, compile))!;
+  return { plans, rows: checkedRows(selection, rows) ?? (await run<AggregationRow>(compileAggregation(selection, rules, plans, undefined, metrics))) };
 }

@@ -13,7 +13,7 @@
  *
  * A response with several answers to the question matches when one of them does (`neq`,
  * `not_in`, `not_contains` are the exact complement: none does). A question id nobody answered,
- * of another organization included, is a question no response in scope answered: `eq` matches
+ * of another organization included, is a question no response in selection answered: `eq` matches
  * nothing, `null` everything; the answer never tells whether the id exists elsewhere.
  */
 import type { ParamBag } from '../clickhouse/sql.ts';

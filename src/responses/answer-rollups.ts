@@ -31,28 +31,28 @@ const DIMENSION_KINDS: ReadonlySet<FilterNode['kind']> = new Set(['completion', 
 type EqAnswer = Extract<AnswerFilterNode, { values: readonly string[] }>;
 
 /** The answer filter the answer groups serve, and the dimension filters beside it; undefined when not servable. */
-export function answerGroupFilter(scope: ResponseSelection): { answer: EqAnswer; dimensions: readonly FilterNode[] } | undefined {
-  const answers = scope.filters.filter((f) => f.kind === 'answer');
+export function answerGroupFilter(selection: ResponseSelection): { answer: EqAnswer; dimensions: readonly FilterNode[] } | undefined {
+  const answers = selection.filters.filter((f) => f.kind === 'answer');
   if (answers.length !== 1) return undefined;
   const [answer] = answers;
   if (answer.kind !== 'answer' || answer.op !== 'eq' || answer.negate) return undefined;
-  const dimensions = scope.filters.filter((f) => f !== answer);
-  if (dimensions.length > 0 && scope.filtersBool !== 'AND') return undefined;
+  const dimensions = selection.filters.filter((f) => f !== answer);
+  if (dimensions.length > 0 && selection.filtersBool !== 'AND') return undefined;
   return dimensions.every((f) => DIMENSION_KINDS.has(f.kind)) ? { answer, dimensions } : undefined;
 }
 
 /** The one `eq` answer filter alone (no other filter): the answer totals (schema/111) serve it. */
-export function answerTotalsFilter(scope: ResponseSelection): EqAnswer | undefined {
-  const found = answerGroupFilter(scope);
+export function answerTotalsFilter(selection: ResponseSelection): EqAnswer | undefined {
+  const found = answerGroupFilter(selection);
   return found && found.dimensions.length === 0 ? found.answer : undefined;
 }
 
 /** The current version of each slice of the window: `(span, survey_id, start, version)` rows of survey_rollup FINAL. */
-const currentSlicesSql = (scope: ResponseSelection, w: RollupCover, bag: ParamBag) => `SELECT span, survey_id, start, version ${fromSlicesSql('survey_rollup', scope, w, bag)}`;
+const currentSlicesSql = (selection: ResponseSelection, w: RollupCover, bag: ParamBag) => `SELECT span, survey_id, start, version ${fromSlicesSql('survey_rollup', selection, w, bag)}`;
 
 /** The answer totals' key of the filter's answer. */
-function answerKeySql(scope: ResponseSelection, bag: ParamBag): string {
-  const answer = answerTotalsFilter(scope)!;
+function answerKeySql(selection: ResponseSelection, bag: ParamBag): string {
+  const answer = answerTotalsFilter(selection)!;
   return `question_id = ${bag.add(answer.question, 'String')} AND value = ${bag.add(answer.values[0], 'String')}`;
 }
 
@@ -65,10 +65,10 @@ const MARKER_KEY = "question_id = '' AND value = ''";
  * a row of an older version is an answer the slice no longer holds. Their completeness is
  * answerTotalsCompleteSql's (or answerTotalsJoinedSql's) to check.
  */
-export function answerTotalsRowsSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag, arrayJoin?: string): string {
+export function answerTotalsRowsSql(selection: ResponseSelection, w: RollupCover, bag: ParamBag, arrayJoin?: string): string {
   return (
-    `${fromSlicesSql('survey_rollup_answers', scope, w, bag, arrayJoin ? [`ARRAY JOIN ${arrayJoin}`] : [])} AND ${answerKeySql(scope, bag)} ` +
-    `AND (span, survey_id, start, version) IN (${currentSlicesSql(scope, w, bag)})`
+    `${fromSlicesSql('survey_rollup_answers', selection, w, bag, arrayJoin ? [`ARRAY JOIN ${arrayJoin}`] : [])} AND ${answerKeySql(selection, bag)} ` +
+    `AND (span, survey_id, start, version) IN (${currentSlicesSql(selection, w, bag)})`
   );
 }
 
@@ -81,13 +81,13 @@ export function answerTotalsRowsSql(scope: ResponseSelection, w: RollupCover, ba
  * the marker are empty and those of a missing row the defaults (0, empty maps), so sums over the
  * joined rows are the answer's alone.
  */
-function answerTotalsJoinedSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag, columns: string, incomplete: string): string {
-  const entries = columns ? `((${answerKeySql(scope, bag)}) OR (${MARKER_KEY}))` : MARKER_KEY;
+function answerTotalsJoinedSql(selection: ResponseSelection, w: RollupCover, bag: ParamBag, columns: string, incomplete: string): string {
+  const entries = columns ? `((${answerKeySql(selection, bag)}) OR (${MARKER_KEY}))` : MARKER_KEY;
   const picked = columns ? ', t_rows, t_completion, t_end_reason, t_language, t_support, t_nps, t_csat, t_ces' : '';
   return (
     `SELECT ${columns ? `${columns}, ` : ''}countIf(complete = 0) AS ${incomplete} ` +
-    `FROM (${currentSlicesSql(scope, w, bag)}) AS slices ` +
-    `LEFT JOIN (SELECT span, survey_id, start, version, complete${picked} ${fromSlicesSql('survey_rollup_answers', scope, w, bag)} AND ${entries}) AS totals ` +
+    `FROM (${currentSlicesSql(selection, w, bag)}) AS slices ` +
+    `LEFT JOIN (SELECT span, survey_id, start, version, complete${picked} ${fromSlicesSql('survey_rollup_answers', selection, w, bag)} AND ${entries}) AS totals ` +
     'USING (span, survey_id, start, version)'
   );
 }
@@ -97,20 +97,20 @@ function answerTotalsJoinedSql(scope: ResponseSelection, w: RollupCover, bag: Pa
  * and `b_incomplete`, the slices of the window whose answer totals are missing or incomplete
  * (more than 0: the caller reads the raw table). One query, no second read for the check.
  */
-export const answerTotalsSummarySql = (scope: ResponseSelection, w: RollupCover, bag: ParamBag, columns: string): string =>
-  answerTotalsJoinedSql(scope, w, bag, columns, 'b_incomplete');
+export const answerTotalsSummarySql = (selection: ResponseSelection, w: RollupCover, bag: ParamBag, columns: string): string =>
+  answerTotalsJoinedSql(selection, w, bag, columns, 'b_incomplete');
 
 /** A scalar: 1 when every slice of the window has complete answer totals (schema/111), else 0. */
-export const answerTotalsCompleteSql = (scope: ResponseSelection, w: RollupCover, bag: ParamBag): string =>
-  `(SELECT incomplete = 0 FROM (${answerTotalsJoinedSql(scope, w, bag, '', 'incomplete')}))`;
+export const answerTotalsCompleteSql = (selection: ResponseSelection, w: RollupCover, bag: ParamBag): string =>
+  `(SELECT incomplete = 0 FROM (${answerTotalsJoinedSql(selection, w, bag, '', 'incomplete')}))`;
 
 /**
  * The answer groups of the filter's (question, value) in the window, one row per group with the
  * columns of rollupGroupsSql (survey_id, created_at, channel_id, completion, end_reason,
  * language, hf_support, x_rows, x_nps, x_csat, x_ces); the dimension filters apply to them.
  */
-export function answerGroupsSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag): string {
-  const found = answerGroupFilter(scope)!;
+export function answerGroupsSql(selection: ResponseSelection, w: RollupCover, bag: ParamBag): string {
+  const found = answerGroupFilter(selection)!;
   const q = bag.add(found.answer.question, 'String');
   const value = bag.add(found.answer.values[0], 'String');
   // Only the entries of that answer are expanded; each array is filtered alike by one mask of the
@@ -131,29 +131,29 @@ export function answerGroupsSql(scope: ResponseSelection, w: RollupCover, bag: P
     `${padded('a_nps')} AS x_nps`, `${padded('a_csat')} AS x_csat`, `${padded('a_ces')} AS x_ces`,
   ];
   // Slice rows without the question hold none of its groups: skipped before their arrays are filtered.
-  const rows = `${rollupRowsSql({ ...scope, filters: found.dimensions }, w, bag, arrays.join(', '))} AND has(a_question_id, ${q})`;
+  const rows = `${rollupRowsSql({ ...selection, filters: found.dimensions }, w, bag, arrays.join(', '))} AND has(a_question_id, ${q})`;
   return `SELECT survey_id, start AS created_at, channel_id, completion, end_reason, language, hf_support, x_rows, x_nps, x_csat, x_ces ${rows}`;
 }
 
 /** A scalar: 1 when every slice row of the window holding the question holds its score arrays (schema/110), else 0. */
-export function answersCompleteSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag): string {
-  const q = bag.add(answerGroupFilter(scope)!.answer.question, 'String');
-  return `(SELECT countIf(length(a_nps) != length(a_question_id)) = 0 ${rollupRowsSql({ ...scope, filters: [] }, w, bag)} AND has(a_question_id, ${q}))`;
+export function answersCompleteSql(selection: ResponseSelection, w: RollupCover, bag: ParamBag): string {
+  const q = bag.add(answerGroupFilter(selection)!.answer.question, 'String');
+  return `(SELECT countIf(length(a_nps) != length(a_question_id)) = 0 ${rollupRowsSql({ ...selection, filters: [] }, w, bag)} AND has(a_question_id, ${q}))`;
 }
 
 /**
  * The completeness check of what a query read, a scalar: answerTotalsCompleteSql when its groups
  * came from the answer totals (`fromTotals`: rollups/read.ts groupsFromTotals), answersCompleteSql
- * when from the answer groups; undefined for a scope without a served answer filter.
+ * when from the answer groups; undefined for a selection without a served answer filter.
  */
-export function answersCheckSql(scope: ResponseSelection, w: RollupCover | undefined, bag: ParamBag, fromTotals: boolean): string | undefined {
-  if (!w || !answerGroupFilter(scope)) return undefined;
-  return fromTotals && answerTotalsFilter(scope) ? answerTotalsCompleteSql(scope, w, bag) : answersCompleteSql(scope, w, bag);
+export function answersCheckSql(selection: ResponseSelection, w: RollupCover | undefined, bag: ParamBag, fromTotals: boolean): string | undefined {
+  if (!w || !answerGroupFilter(selection)) return undefined;
+  return fromTotals && answerTotalsFilter(selection) ? answerTotalsCompleteSql(selection, w, bag) : answersCompleteSql(selection, w, bag);
 }
 
 /** answersCheckSql as the column `answers_complete` of a query's row ('' when there is none). */
-export function answersCompleteColumn(scope: ResponseSelection, w: RollupCover | undefined, bag: ParamBag, fromTotals: boolean): string {
-  const check = answersCheckSql(scope, w, bag, fromTotals);
+export function answersCompleteColumn(selection: ResponseSelection, w: RollupCover | undefined, bag: ParamBag, fromTotals: boolean): string {
+  const check = answersCheckSql(selection, w, bag, fromTotals);
   return check ? `, ${check} AS answers_complete` : '';
 }
 

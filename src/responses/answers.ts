@@ -18,7 +18,7 @@ const ratio = v.nullable(v.number());
 /** POST /1.0/survey/response: records stored (upserted). */
 export const writeResultSchema = v.object({ count });
 
-/** The search answer: the total in scope and the requested page, newest created_at first. */
+/** The search answer: the total in selection and the requested page, newest created_at first. */
 export const searchResultSchema = v.object({
   took,
   hits: v.object({ total: v.object({ value: count }), responses: v.array(responseRecordSchema) }),

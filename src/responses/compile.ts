@@ -1,9 +1,9 @@
 /**
- * Pure compiler: filter nodes + scope -> parameterised ClickHouse SQL over `survey_responses`.
+ * Pure compiler: filter nodes + selection -> parameterised ClickHouse SQL over `survey_responses`.
  *
  * Values only ever travel as query parameters (ParamBag); the only text spliced into SQL is
  * column names, operators and type literals from this file. Every read is
- * `FROM survey_responses FINAL WHERE <scope>`, and the scope starts with the token's org.
+ * `FROM survey_responses FINAL WHERE <selection>`, and the selection starts with the token's org.
  */
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { DT64, ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
@@ -34,7 +34,7 @@ export interface ResponsePosition {
   id: string;
 }
 
-/** The scope of a read: the token's organization, the path's survey list, the body's filters and range. */
+/** The selection of a read: the token's organization, the path's survey list, the body's filters and range. */
 export function selectionOf(orgId: string, surveyIds: ResponseSelection['surveyIds'], body: SelectionBody): ResponseSelection {
   return { orgId, surveyIds, filtersBool: body.filters_bool, filters: body.filters, range: body.range };
 }
@@ -44,22 +44,22 @@ export function selectionOf(orgId: string, surveyIds: ResponseSelection['surveyI
  * then the filters joined by filtersBool in parentheses. Range bounds are inclusive DateTime64
  * texts ('YYYY-MM-DD HH:MM:SS.ffffff', as rangeSchema produces them).
  */
-export function compileSelection(scope: ResponseSelection, bag: ParamBag): string {
-  const org = new TenantOrg(scope.orgId, bag);
-  const extra = scope.surveyIds !== '*' ? [`survey_id IN ${bag.add(scope.surveyIds, 'Array(UUID)')}`] : [];
-  return compileSelectionWhere(scope, bag, { org, table: 'survey_responses', time: 'created_at', extra, filter: (f) => compileFilter(f, bag) });
+export function compileSelection(selection: ResponseSelection, bag: ParamBag): string {
+  const org = new TenantOrg(selection.orgId, bag);
+  const extra = selection.surveyIds !== '*' ? [`survey_id IN ${bag.add(selection.surveyIds, 'Array(UUID)')}`] : [];
+  return compileSelectionWhere(selection, bag, { org, table: 'survey_responses', time: 'created_at', extra, filter: (f) => compileFilter(f, bag) });
 }
 
 /**
- * The one source every survey read starts from: `FROM survey_responses FINAL WHERE <scope>`, whose
- * scope begins with the token's organization. The tenant guard and the version dedup (FINAL) are
+ * The one source every survey read starts from: `FROM survey_responses FINAL WHERE <selection>`, whose
+ * selection begins with the token's organization. The tenant guard and the version dedup (FINAL) are
  * part of the source, so no query can forget either (as PostHog's HogQL prints team_id into every
  * table it reads). Callers append `AND ...` conditions or GROUP BY / ORDER BY after it.
  * `prewhere` may only test columns of the sorting key (created_at, survey_id): every version of a
  * response shares them, so filtering before FINAL keeps or drops its versions together.
  */
-export function fromSelection(scope: ResponseSelection, bag: ParamBag, prewhere?: (bag: ParamBag) => string | undefined): string {
-  const where = compileSelection(scope, bag);
+export function fromSelection(selection: ResponseSelection, bag: ParamBag, prewhere?: (bag: ParamBag) => string | undefined): string {
+  const where = compileSelection(selection, bag);
   const before = prewhere?.(bag);
   return `FROM survey_responses FINAL${before ? ` PREWHERE ${before}` : ''} WHERE ${where}`;
 }
@@ -242,7 +242,7 @@ function comparisonExpr(op: 'gt' | 'lt', keyParam: string, value: Scalar, bag: P
  *    or before now when the range ends later or not at all).
  * 2. compileSearchPage: the page, newest first, reading only from the smallest window that holds
  *    the newest `offset + size` matches (pageWindowStart). Every response of the window is newer
- *    than any response before it, so the page is the same as over the whole scope; but the engine
+ *    than any response before it, so the page is the same as over the whole selection; but the engine
  *    sorts the window's rows instead of every matching row's created_at and id.
  * The count with its window counts costs about a plain count() (bench/query/README.md, "Figures
  * behind the schema and the code").
@@ -266,11 +266,11 @@ function afterSql(after: ResponsePosition, bag: ParamBag): string {
 /**
  * With windows, the count also returns `newest`, the created_at of the newest match: when every
  * match is older than the largest window (an org whose responses stopped over a year before the
- * range end), the page windows are taken before it instead (search.ts), not the whole scope.
+ * range end), the page windows are taken before it instead (search.ts), not the whole selection.
  */
-export function compileSearchCount(scope: ResponseSelection, windowStarts: readonly string[], after?: ResponsePosition): CompiledQuery {
+export function compileSearchCount(selection: ResponseSelection, windowStarts: readonly string[], after?: ResponsePosition): CompiledQuery {
   const bag = new ParamBag();
-  const source = fromSelection(scope, bag);
+  const source = fromSelection(selection, bag);
   if (!after) {
     const windows = windowCountColumns('created_at', windowStarts, bag);
     const newest = windowStarts.length > 0 ? ', toString(max(created_at)) AS newest' : '';
@@ -289,9 +289,9 @@ export function compileSearchCount(scope: ResponseSelection, windowStarts: reado
  * with each one's position (`c`, `i`: the next cursor); with
  * `windowStart` (a DateTime64 text), only from that instant on; with `after`, only after it.
  */
-export function compileSearchPage(scope: ResponseSelection, size: number, offset: number, windowStart?: string, after?: ResponsePosition): CompiledQuery {
+export function compileSearchPage(selection: ResponseSelection, size: number, offset: number, windowStart?: string, after?: ResponsePosition): CompiledQuery {
   const bag = new ParamBag();
-  const source = fromSelection(scope, bag);
+  const source = fromSelection(selection, bag);
   const window = windowStart === undefined ? '' : ` AND created_at >= ${bag.add(windowStart, DT64)}`;
   const position = after ? ` AND ${afterSql(after, bag)}` : '';
   return compiled(
@@ -309,7 +309,7 @@ export type SearchCountRow = { total: number | string; after_total?: number | st
 
 /**
  * The smallest window that holds the newest `offset + size` matches (or every match, when there
- * are fewer), or undefined (the whole scope) when none does.
+ * are fewer), or undefined (the whole selection) when none does.
  */
 export function pageWindowStart(row: SearchCountRow | undefined, windowStarts: readonly string[], offset: number, size: number): string | undefined {
   return row ? smallestWindowHolding(row, windowStarts, Math.min(offset + size, Number(row.total))) : undefined;

@@ -13,19 +13,19 @@ import { UUID_PATTERN } from '../uuid.ts';
 import type { ResponsePosition, ResponseSelection } from './compile.ts';
 
 /** Organization, surveys, filters and range (not size or offset). */
-const fingerprintOf = (scope: ResponseSelection) =>
-  searchFingerprint([scope.orgId, scope.surveyIds, scope.filtersBool, scope.filters, scope.range?.start ?? null, scope.range?.end ?? null]);
+const fingerprintOf = (selection: ResponseSelection) =>
+  searchFingerprint([selection.orgId, selection.surveyIds, selection.filtersBool, selection.filters, selection.range?.start ?? null, selection.range?.end ?? null]);
 
-export function encodeCursor(position: ResponsePosition, scope: ResponseSelection): string {
-  return encodeOpaqueCursor({ c: position.createdAt, i: position.id }, fingerprintOf(scope));
+export function encodeCursor(position: ResponsePosition, selection: ResponseSelection): string {
+  return encodeOpaqueCursor({ c: position.createdAt, i: position.id }, fingerprintOf(selection));
 }
 
 const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}$/;
 
-export function decodeCursor(cursor: string, scope: ResponseSelection): ResponsePosition {
+export function decodeCursor(cursor: string, selection: ResponseSelection): ResponsePosition {
   const p = decodeOpaqueCursor(
     cursor,
-    fingerprintOf(scope),
+    fingerprintOf(selection),
     (x) => typeof x.c === 'string' && DATETIME.test(x.c) && typeof x.i === 'string' && UUID_PATTERN.test(x.i),
     'survey ids, filters_bool, filters and range',
   );

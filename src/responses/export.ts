@@ -1,12 +1,12 @@
 /**
- * SEARCH /1.0/survey/<survey_ids>/response/export: every response in scope, newest first (the
+ * SEARCH /1.0/survey/<survey_ids>/response/export: every response in selection, newest first (the
  * search order), streamed as NDJSON (the stored docs, one per line) or CSV (one column per
  * top-level field of a record; arrays and objects as JSON text).
  *
  * Memory stays flat whatever the number of responses:
- * - The scope is read in time slices of about SLICE_ROWS responses (whole UTC days, from a count
+ * - The selection is read in time slices of about SLICE_ROWS responses (whole UTC days, from a count
  *   per day), each one query ordered newest first: the engine sorts one slice at a time, never the
- *   whole scope (10M docs sorted at once would pass the query memory limit).
+ *   whole selection (10M docs sorted at once would pass the query memory limit).
  * - The bytes flow with backpressure: the answer is a stream pulled by the client's socket, which
  *   pulls each slice's engine stream; a slow client slows the engine query, nothing piles up here.
  *   Each row's record is rebuilt from its `doc` and columns (stored-doc.ts), one batch of rows at a time.
@@ -30,27 +30,27 @@ const EXPORT_SETTINGS: ClickHouseSettings = { ...QUERY_SETTINGS, ...EXPORT_SLICE
 export const CSV_COLUMNS: readonly string[] = Object.keys(responseRecordSchema.pipe[0].entries);
 
 /**
- * The export of the scope as a byte stream, in `format`; `signal` aborts it (client gone). The
- * slices are planned before the answer starts, so a refused scope (too many rows to read, engine
+ * The export of the selection as a byte stream, in `format`; `signal` aborts it (client gone). The
+ * slices are planned before the answer starts, so a refused selection (too many rows to read, engine
  * down) is still an error status rather than a cut stream.
  */
-export async function exportResponses(client: ClickHouseClient, scope: ResponseSelection, format: ExportFormat, signal: AbortSignal, sliceRows = SLICE_ROWS): Promise<Readable> {
-  const plan = await slices(client, scope, signal, sliceRows);
-  return Readable.from(format === 'csv' ? csvChunks(client, scope, plan, signal) : ndjsonChunks(client, scope, plan, signal), { objectMode: false });
+export async function exportResponses(client: ClickHouseClient, selection: ResponseSelection, format: ExportFormat, signal: AbortSignal, sliceRows = SLICE_ROWS): Promise<Readable> {
+  const plan = await slices(client, selection, signal, sliceRows);
+  return Readable.from(format === 'csv' ? csvChunks(client, selection, plan, signal) : ndjsonChunks(client, selection, plan, signal), { objectMode: false });
 }
 
 /** Time slices [from, to) as DateTime64 texts, newest first, each about SLICE_ROWS responses. */
-async function slices(client: ClickHouseClient, scope: ResponseSelection, signal: AbortSignal, sliceRows: number): Promise<Array<[string, string]>> {
+async function slices(client: ClickHouseClient, selection: ResponseSelection, signal: AbortSignal, sliceRows: number): Promise<Array<[string, string]>> {
   const bag = new ParamBag();
   // toDate32: created_at may be before 1970 (the API accepts 1900 on).
-  const q = compiled(`SELECT toString(toDate32(created_at)) AS d, count() AS n ${fromSelection(scope, bag)} GROUP BY d ORDER BY d DESC`, bag);
+  const q = compiled(`SELECT toString(toDate32(created_at)) AS d, count() AS n ${fromSelection(selection, bag)} GROUP BY d ORDER BY d DESC`, bag);
   const rs = await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS, abort_signal: signal });
   return planDaySlices(await rs.json<{ d: string; n: string }>(), sliceRows);
 }
 
-function sliceQuery(scope: ResponseSelection, [from, to]: [string, string]) {
+function sliceQuery(selection: ResponseSelection, [from, to]: [string, string]) {
   const bag = new ParamBag();
-  const source = fromSelection(scope, bag);
+  const source = fromSelection(selection, bag);
   return compiled(`SELECT ${STORED_COLUMNS_SQL} ${source} AND created_at >= ${bag.add(from, DT64)} AND created_at < ${bag.add(to, DT64)} ORDER BY created_at DESC, id DESC`, bag);
 }
 
@@ -59,9 +59,9 @@ function sliceQuery(scope: ResponseSelection, [from, to]: [string, string]) {
  * a time. The answer's own socket stream: destroying it (the client went away) cuts the engine's
  * query, where a pooled client's result stream would be drained to its end.
  */
-async function* recordBatches(client: ClickHouseClient, scope: ResponseSelection, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<ResponseRecord[]> {
+async function* recordBatches(client: ClickHouseClient, selection: ResponseSelection, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<ResponseRecord[]> {
   for (const slice of plan) {
-    const q = sliceQuery(scope, slice);
+    const q = sliceQuery(selection, slice);
     const { stream } = await client.exec({ query: `${q.sql} FORMAT JSONEachRow`, query_params: { ...q.params }, clickhouse_settings: EXPORT_SETTINGS, abort_signal: signal });
     // A chunk may end inside a character: the decoder keeps its first bytes for the next one.
     const text = new StringDecoder('utf8');
@@ -79,17 +79,17 @@ async function* recordBatches(client: ClickHouseClient, scope: ResponseSelection
   }
 }
 
-async function* ndjsonChunks(client: ClickHouseClient, scope: ResponseSelection, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<string> {
-  for await (const records of recordBatches(client, scope, plan, signal)) {
+async function* ndjsonChunks(client: ClickHouseClient, selection: ResponseSelection, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<string> {
+  for await (const records of recordBatches(client, selection, plan, signal)) {
     let text = '';
     for (const record of records) text += `${JSON.stringify(record)}\n`;
     yield text;
   }
 }
 
-async function* csvChunks(client: ClickHouseClient, scope: ResponseSelection, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<string> {
+async function* csvChunks(client: ClickHouseClient, selection: ResponseSelection, plan: Array<[string, string]>, signal: AbortSignal): AsyncGenerator<string> {
   yield `${CSV_COLUMNS.join(',')}\r\n`;
-  for await (const records of recordBatches(client, scope, plan, signal)) {
+  for await (const records of recordBatches(client, selection, plan, signal)) {
     let text = '';
     for (const record of records) text += csvLine(CSV_COLUMNS, record as unknown as Record<string, unknown>);
     yield text;

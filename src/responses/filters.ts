@@ -225,12 +225,12 @@ export const selectionEntries = {
 };
 
 /**
- * The summary body: the scope; `size` and `offset` are accepted and ignored (a dashboard may send
+ * The summary body: the selection; `size` and `offset` are accepted and ignored (a dashboard may send
  * its search body as is). Any other field is a 400.
  */
 export const selectionSchema = v.pipe(
   jsonObject({ ...selectionEntries, size: ignored, offset: ignored }, 'the body'),
-  v.transform(({ size: _size, offset: _offset, ...scope }) => scope),
+  v.transform(({ size: _size, offset: _offset, ...selection }) => selection),
 );
 
 export const searchBodySchema = jsonObject({

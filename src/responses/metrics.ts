@@ -1,5 +1,5 @@
 /**
- * Survey metrics of a set of responses (an aggregation bucket, the whole scope, one side of a
+ * Survey metrics of a set of responses (an aggregation bucket, the whole selection, one side of a
  * release): NPS, CSAT, CES and completion, computed exactly as the summary computes them
  * (summary.ts: whole-number scores on each scale, every answer once, the same 2-decimal rounding),
  * each score with its `n` and 95% interval (src/metrics/statistics.ts), and against a second set
@@ -122,8 +122,8 @@ export function metricAggregates(names: readonly MetricName[], row: MetricRowSql
   return out;
 }
 
-/** Whether rollupMetricGroupsSql answers from the slice totals: no group column asked, and a scope they serve. */
-export const metricGroupsFromTotals = (scope: ResponseSelection, columns: readonly GroupColumn[]): boolean => columns.length === 0 && totalsServable(scope);
+/** Whether rollupMetricGroupsSql answers from the slice totals: no group column asked, and a selection they serve. */
+export const metricGroupsFromTotals = (selection: ResponseSelection, columns: readonly GroupColumn[]): boolean => columns.length === 0 && totalsServable(selection);
 
 /**
  * The rollup groups with their metric counts (GROUP_METRIC_ROW) and the group columns the levels
@@ -131,16 +131,16 @@ export const metricGroupsFromTotals = (scope: ResponseSelection, columns: readon
  * answer totals of schema/111 with one answer `eq`), one row per slice, its score and completion
  * maps as they are stored.
  */
-export function rollupMetricGroupsSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag, columns: readonly GroupColumn[], names: readonly MetricName[]): string {
-  if (metricGroupsFromTotals(scope, columns)) {
+export function rollupMetricGroupsSql(selection: ResponseSelection, w: RollupCover, bag: ParamBag, columns: readonly GroupColumn[], names: readonly MetricName[]): string {
+  if (metricGroupsFromTotals(selection, columns)) {
     return (
       'SELECT survey_id, start AS created_at, t_rows AS x_rows, t_nps AS x_nps, t_csat AS x_csat, t_ces AS x_ces, ' +
-      `CAST(t_completion, 'Map(String, UInt64)') AS x_completion ${totalsRowsSql(scope, w, bag)!}`
+      `CAST(t_completion, 'Map(String, UInt64)') AS x_completion ${totalsRowsSql(selection, w, bag)!}`
     );
   }
   const scores = names.filter((m): m is 'nps' | 'csat' | 'ces' => m !== 'completion').map((m) => `x_${m}` as GroupColumn);
   const completion = names.includes('completion') ? ['completion' as const] : [];
-  const groups = rollupGroupsSql(scope, w, bag, [...new Set<GroupColumn>([...columns, ...scores, ...completion])]);
+  const groups = rollupGroupsSql(selection, w, bag, [...new Set<GroupColumn>([...columns, ...scores, ...completion])]);
   return `SELECT *${completion.length ? ', map(toString(completion), x_rows) AS x_completion' : ''} FROM (${groups})`;
 }
 

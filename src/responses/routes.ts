@@ -39,7 +39,7 @@ function uuidParam(value: string, name: string): string {
   return value.toLowerCase();
 }
 
-/** A read's scope: the token's organization, the path's survey ids, the body's filters and range. */
+/** A read's selection: the token's organization, the path's survey ids, the body's filters and range. */
 const readScope = (orgId: string, params: Record<string, string>, body: SelectionBody) => selectionOf(orgId, parseSurveyIds(params.survey_ids), body);
 
 /**

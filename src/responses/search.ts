@@ -89,16 +89,16 @@ async function searchFromRollup(run: RunQuery, input: SearchInput, found: Rollup
 type RollupCountRow = { total: number | string; newest: string | null };
 
 /**
- * `total`: the responses in scope, from the rollup rows of the window and the raw rows beside
+ * `total`: the responses in selection, from the rollup rows of the window and the raw rows beside
  * them; `newest`: the start of the newest slice holding a match, or the newest raw match's
  * created_at (whichever is later; null without a match): the newest match is before it + 1 hour.
  */
-export function compileRollupCount(scope: ResponseSelection, window: RollupCover): CompiledQuery {
+export function compileRollupCount(selection: ResponseSelection, window: RollupCover): CompiledQuery {
   const bag = new ParamBag();
   // The raw rows are few here (the partial hours at the ends, pending hours): grouped by their
   // created_at, they give the newest match as the slices do.
-  const rows = rowsInSelectionSql(scope, window, bag, { keys: ['created_at'] });
-  return compiled(`SELECT sum(group_rows) AS total, toString(maxIfOrNull(created_at, group_rows > 0)) AS newest${answersCompleteColumn(scope, window, bag, groupsFromTotals(scope, []))} FROM (${rows})`, bag);
+  const rows = rowsInSelectionSql(selection, window, bag, { keys: ['created_at'] });
+  return compiled(`SELECT sum(group_rows) AS total, toString(maxIfOrNull(created_at, group_rows > 0)) AS newest${answersCompleteColumn(selection, window, bag, groupsFromTotals(selection, []))} FROM (${rows})`, bag);
 }
 
 /**
@@ -127,7 +127,7 @@ async function holding(early: Promise<PageRow[] | undefined> | undefined, input:
  * The page from windows starting at these instants, smallest first, until one holds it. A window
  * holds it when the page came back full (it has `offset + size` matches, all newer than any match
  * before it) or when it reaches the last match (`offset` + rows = total); otherwise the next,
- * larger window runs, and the whole scope last. Each try reads only its window, so the tries
+ * larger window runs, and the whole selection last. Each try reads only its window, so the tries
  * together cost about the last one.
  */
 async function pageFromWindows(run: RunQuery, input: SearchInput, total: number, starts: readonly string[]): Promise<PageRow[]> {
@@ -138,17 +138,17 @@ async function pageFromWindows(run: RunQuery, input: SearchInput, total: number,
   return run<PageRow>(compileSearchPage(input, input.size, input.offset, undefined, input.after));
 }
 
-/** The search request: its scope, `size`, `offset`, and `cursor` (from a previous answer). */
-export async function searchResponses(client: ClickHouseClient, scope: ResponseSelection, page: { size: number; offset: number; cursor?: string }): Promise<SearchResult> {
+/** The search request: its selection, `size`, `offset`, and `cursor` (from a previous answer). */
+export async function searchResponses(client: ClickHouseClient, selection: ResponseSelection, page: { size: number; offset: number; cursor?: string }): Promise<SearchResult> {
   const started = performance.now();
   const run: RunQuery = async (q) =>
     (await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS })).json();
-  const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor, scope);
-  const { total, docs, more } = await runSearch(run, { ...scope, size: page.size, offset: page.offset, after });
+  const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor, selection);
+  const { total, docs, more } = await runSearch(run, { ...selection, size: page.size, offset: page.offset, after });
   const last = docs[docs.length - 1];
   return {
     took: Math.round(performance.now() - started),
     hits: { total: { value: total }, responses: docs.map(rebuildRecord) },
-    ...(more && last ? { next_cursor: encodeCursor({ createdAt: last.c, id: last.i }, scope) } : {}),
+    ...(more && last ? { next_cursor: encodeCursor({ createdAt: last.c, id: last.i }, selection) } : {}),
   };
 }

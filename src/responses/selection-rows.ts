@@ -1,12 +1,12 @@
 /**
- * The rows in a read's scope, wherever they are stored: the one source that the summary, the
+ * The rows in a read's selection, wherever they are stored: the one source that the summary, the
  * aggregation and the search count start from.
  *
  * Decide, then print. The decision is a RollupCover (rollups/read.ts: rollupCover, taken with
- * the pending marks of rollups/pending.ts), or none: the raw table answers all of the scope. This
+ * the pending marks of rollups/pending.ts), or none: the raw table answers all of the selection. This
  * file only prints what was decided:
  *   - rawRowsSql: `FROM survey_responses FINAL [PREWHERE <what the rollup does not answer>] WHERE
- *     <scope>`, each raw row standing for one response;
+ *     <selection>`, each raw row standing for one response;
  *   - rowsInSelectionSql: a relation of groups of responses with their count `group_rows`, the raw
  *     rows grouped by the columns asked for beside the slice groups of the rollup, with the same
  *     columns and types. Summing group_rows over any grouping of its rows counts the responses.
@@ -33,14 +33,14 @@ export interface RowsRequest {
 }
 
 /**
- * The raw rows of the scope that the window does not answer (all of them without a window), as
- * `FROM ... WHERE ...`; undefined when the window answers the whole scope. Callers append
+ * The raw rows of the selection that the window does not answer (all of them without a window), as
+ * `FROM ... WHERE ...`; undefined when the window answers the whole selection. Callers append
  * `AND ...`, GROUP BY or ORDER BY.
  */
-export function rawRowsSql(scope: ResponseSelection, bag: ParamBag, window?: RollupCover): string | undefined {
-  if (!window) return fromSelection(scope, bag);
+export function rawRowsSql(selection: ResponseSelection, bag: ParamBag, window?: RollupCover): string | undefined {
+  if (!window) return fromSelection(selection, bag);
   let answered = false;
-  const source = fromSelection(scope, bag, (b) => {
+  const source = fromSelection(selection, bag, (b) => {
     const remainder = rawRemainderSql(window, b);
     answered = remainder === undefined;
     return remainder;
@@ -61,10 +61,10 @@ const SCORES = [
 /**
  * The raw rows that the window does not answer (all of them without one), grouped by the keys:
  * `SELECT <keys>, group_rows[, group_nps, group_csat, group_ces] FROM survey_responses ...`; undefined when the
- * window answers the whole scope.
+ * window answers the whole selection.
  */
-export function rawGroupsSql(scope: ResponseSelection, window: RollupCover | undefined, bag: ParamBag, request: RowsRequest): string | undefined {
-  const raw = rawRowsSql(scope, bag, window);
+export function rawGroupsSql(selection: ResponseSelection, window: RollupCover | undefined, bag: ParamBag, request: RowsRequest): string | undefined {
+  const raw = rawRowsSql(selection, bag, window);
   if (raw === undefined) return undefined;
   const keys = [...new Set(request.keys)];
   const measures = ['count() AS group_rows', ...(request.scores ? SCORES.map((c) => `${countElementsSql(c.raw)} AS ${c.name}`) : [])];
@@ -73,17 +73,17 @@ export function rawGroupsSql(scope: ResponseSelection, window: RollupCover | und
 
 /**
  * `SELECT <keys>, group_rows[, group_nps, group_csat, group_ces] FROM (raw groups UNION ALL slice groups)` for the
- * scope, from the window when there is one.
+ * selection, from the window when there is one.
  */
-export function rowsInSelectionSql(scope: ResponseSelection, window: RollupCover | undefined, bag: ParamBag, request: RowsRequest): string {
+export function rowsInSelectionSql(selection: ResponseSelection, window: RollupCover | undefined, bag: ParamBag, request: RowsRequest): string {
   const keys = [...new Set(request.keys)];
   const scores = request.scores ? SCORES : [];
   const parts: string[] = [];
-  const raw = rawGroupsSql(scope, window, bag, request);
+  const raw = rawGroupsSql(selection, window, bag, request);
   if (raw !== undefined) parts.push(raw);
   if (window) {
     const dims = keys.filter((k): k is Exclude<ScopeKey, 'survey_id' | 'created_at'> => k !== 'survey_id' && k !== 'created_at');
-    const slices = rollupGroupsSql(scope, window, bag, [...dims, ...scores.map((c) => c.slice)]);
+    const slices = rollupGroupsSql(selection, window, bag, [...dims, ...scores.map((c) => c.slice)]);
     parts.push(`SELECT ${[...keys, 'x_rows AS group_rows', ...scores.map((c) => `${c.slice} AS ${c.name}`)].join(', ')} FROM (${slices})`);
   }
   return parts.length === 1 ? parts[0] : parts.map((p) => `(${p})`).join(' UNION ALL ');

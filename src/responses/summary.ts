@@ -1,6 +1,6 @@
 /**
  * SEARCH /1.0/survey/<survey_ids>/response/summary: NPS / CSAT / CES, completion, end reasons,
- * languages and supports of the responses in scope, in ONE query (one pass over narrow columns,
+ * languages and supports of the responses in selection, in ONE query (one pass over narrow columns,
  * see compileSummary), run through the polling cache (src/clickhouse/result-cache.ts).
  *
  * Decisions (where the spec is silent):
@@ -15,7 +15,7 @@
  * - `end_reasons` leaves out "" (active responses have no end reason); `languages` leaves out "".
  *   `supports` counts responses per value of their hidden field `support` (a response listing two
  *   values counts once in each). Object keys are sorted.
- * - The body is the scope part of the search body; `size` and `offset` are ignored (a dashboard
+ * - The body is the selection part of the search body; `size` and `offset` are ignored (a dashboard
  *   may send the search body as is).
  */
 import type { ClickHouseClient } from '@clickhouse/client';
@@ -64,7 +64,7 @@ export interface SummaryRow {
 }
 
 /**
- * The rows in scope (selection-rows.ts) grouped by (completion, end_reason, language, hf_support), all
+ * The rows in selection (selection-rows.ts) grouped by (completion, end_reason, language, hf_support), all
  * small LowCardinality/Enum keys (a few hundred groups), with their response and score counts,
  * then folded into the seven maps. The scores and the `support` values come from columns the
  * engine computes at insert (schema/004: nps_scores, csat_scores, ces_scores hold the whole-number
@@ -75,7 +75,7 @@ export interface SummaryRow {
  * of which would pay the FINAL read again (bench/query/README.md, "Figures behind the schema and
  * the code").
  */
-export function compileSummary(scope: ResponseSelection, rollup?: RollupCover): CompiledQuery {
+export function compileSummary(selection: ResponseSelection, rollup?: RollupCover): CompiledQuery {
   const bag = new ParamBag();
   const request = { keys: ['completion', 'end_reason', 'language', 'hf_support'] as const, scores: true };
   // Each part folds into the seven maps, as b_* columns of one row with the same types; the
@@ -90,18 +90,18 @@ export function compileSummary(scope: ResponseSelection, rollup?: RollupCover): 
   // The slice totals stand for their groups (schema/050; schema/111 for one answer `eq`): they are
   // the summary's maps already. The answer totals' part also counts the slices whose answer totals
   // are missing (b_incomplete, the other parts 0): one query reads and checks them.
-  const answer = rollup !== undefined && answerTotalsFilter(scope) !== undefined;
+  const answer = rollup !== undefined && answerTotalsFilter(selection) !== undefined;
   const incomplete = answer ? ', toUInt64(0) AS b_incomplete' : '';
-  if (rollup && totalsServable(scope)) {
-    const raw = rawGroupsSql(scope, rollup, bag, request);
+  if (rollup && totalsServable(selection)) {
+    const raw = rawGroupsSql(selection, rollup, bag, request);
     if (raw !== undefined) parts.push(fold(raw, incomplete));
     const asText = (column: string) => `sumMap(CAST(${column}, 'Map(String, UInt64)'))`;
     const totals =
       `sumMap(t_nps) AS b_nps, sumMap(t_csat) AS b_csat, sumMap(t_ces) AS b_ces, ${asText('t_completion')} AS b_completion, ` +
       `${asText('t_end_reason')} AS b_end_reason, ${asText('t_language')} AS b_language, ${asText('t_support')} AS b_support`;
-    parts.push(answer ? answerTotalsSummarySql(scope, rollup, bag, totals) : `SELECT ${totals} ${rollupRowsSql(scope, rollup, bag)}`);
+    parts.push(answer ? answerTotalsSummarySql(selection, rollup, bag, totals) : `SELECT ${totals} ${rollupRowsSql(selection, rollup, bag)}`);
   } else {
-    parts.push(fold(rowsInSelectionSql(scope, rollup, bag, request)));
+    parts.push(fold(rowsInSelectionSql(selection, rollup, bag, request)));
   }
   // "" is no end reason (an active response) and no language: counted in no bucket.
   const nonEmptyKeys = (column: string) => `mapFilter((k, v) -> notEmpty(k), ${column})`;
@@ -114,7 +114,7 @@ export function compileSummary(scope: ResponseSelection, rollup?: RollupCover): 
     `${nonEmptyKeys('sumMap(b_language)')} AS language_counts`,
     'sumMap(b_support) AS support_counts',
   ];
-  const check = answer ? ', sum(b_incomplete) = 0 AS answers_complete' : answersCompleteColumn(scope, rollup, bag, false);
+  const check = answer ? ', sum(b_incomplete) = 0 AS answers_complete' : answersCompleteColumn(selection, rollup, bag, false);
   return compiled(`SELECT ${columns.join(', ')}${check} FROM (${parts.join(' UNION ALL ')})`, bag);
 }
 
@@ -181,20 +181,20 @@ function counts(found: Record<string, number | string> | undefined): Record<stri
   return out;
 }
 
-/** SEARCH /1.0/survey/<survey_ids>/response/summary, for a parsed scope. */
-export async function summarize(client: ClickHouseClient, scope: ResponseSelection, options: ReadOptions = {}): Promise<{ summary: Summary; watermark: number }> {
+/** SEARCH /1.0/survey/<survey_ids>/response/summary, for a parsed selection. */
+export async function summarize(client: ClickHouseClient, selection: ResponseSelection, options: ReadOptions = {}): Promise<{ summary: Summary; watermark: number }> {
   // The request is cached as a whole (src/query/request-cache.ts); within it, the pending marks
   // are read without any cache and the main query may use the engine's 3 s query cache (its SQL
   // names the pending slices, so a cached result was computed with the same ones).
-  const { value: rows, at } = await cachedRequest(client, 'summary', [scope, options], QUERY_SETTINGS, ({ run, fresh }) => runSummary(run, scope, { ...options, fresh }));
+  const { value: rows, at } = await cachedRequest(client, 'summary', [selection, options], QUERY_SETTINGS, ({ run, fresh }) => runSummary(run, selection, { ...options, fresh }));
   return { summary: shapeSummary(rows[0]), watermark: at };
 }
 
 /** The summary row: from the rollup where it answers (rollups/read.ts), the raw table for the rest. */
-export async function runSummary(run: RunQuery, scope: ResponseSelection, options: ReadOptions = {}): Promise<SummaryRow[]> {
-  if (options.rollups === false || !filtersServable(scope)) return run<SummaryRow>(compileSummary(scope));
+export async function runSummary(run: RunQuery, selection: ResponseSelection, options: ReadOptions = {}): Promise<SummaryRow[]> {
+  if (options.rollups === false || !filtersServable(selection)) return run<SummaryRow>(compileSummary(selection));
   // null never comes back: without a window, compileSummary reads the raw table alone. An answer
   // filter over slices written before their answer groups had scores: the raw table (answer-rollups.ts).
-  const rows = (await runWithPending<SummaryRow>(run, options.fresh ?? run, scope.orgId, (pending) => compileSummary(scope, rollupCover(scope.range, pending, 'month') ?? undefined)))!;
-  return completeRows(rows) ?? run<SummaryRow>(compileSummary(scope));
+  const rows = (await runWithPending<SummaryRow>(run, options.fresh ?? run, selection.orgId, (pending) => compileSummary(selection, rollupCover(selection.range, pending, 'month') ?? undefined)))!;
+  return completeRows(rows) ?? run<SummaryRow>(compileSummary(selection));
 }

@@ -12,8 +12,8 @@ import type { FilterNode } from '../../responses/filters.ts';
 import type { EventFilterNode } from '../read/filters.ts';
 import { NPS_GROUPS, type CohortNode, type ValueTest } from './cohort.ts';
 
-/** `FROM events ... WHERE <scope>` on the caller's ParamBag: `new EventSource(scope, bag).from()` (src/events/read/source.ts). */
-export type EventsFrom = (scope: ReadSelection<EventFilterNode>) => string;
+/** `FROM events ... WHERE <selection>` on the caller's ParamBag: `new EventSource(selection, bag).from()` (src/events/read/source.ts). */
+export type EventsFrom = (selection: ReadSelection<EventFilterNode>) => string;
 
 /** The condition on one value expression; `asNumber` reads it as a number (NULL when it is none). */
 function testSql(test: ValueTest, value: string, asNumber: string, bag: ParamBag): string {
@@ -48,11 +48,11 @@ function answerSql(answer: { questionId: string; test: ValueTest }, bag: ParamBa
   return test.negate ? `NOT (${positive})` : positive;
 }
 
-/** The survey scope a cohort reads responses through (the survey read path's guarded source). */
+/** The survey selection a cohort reads responses through (the survey read path's guarded source). */
 function surveyScope(orgId: string, cohort: Extract<CohortNode, { kind: 'survey' }>): ResponseSelection {
   const filters: FilterNode[] = [...cohort.filters];
-  const scope: ResponseSelection = { orgId, surveyIds: cohort.surveyIds === '*' ? '*' : [...cohort.surveyIds], filtersBool: cohort.filtersBool, filters, range: cohort.range };
-  return scope;
+  const selection: ResponseSelection = { orgId, surveyIds: cohort.surveyIds === '*' ? '*' : [...cohort.surveyIds], filtersBool: cohort.filtersBool, filters, range: cohort.range };
+  return selection;
 }
 
 /** The aliases of a survey cohort: a sub-select of one String column `alias`. */

@@ -1,7 +1,7 @@
 /**
  * Feedback cohorts: the users of an organization chosen by how they answered its surveys (or rated
  * its copilot), as a condition on the events of a read (the request side: nodes and schema;
- * cohort-sql.ts compiles them). A survey cohort is a survey scope (the
+ * cohort-sql.ts compiles them). A survey cohort is a survey selection (the
  * survey ids, a `created_at` range, the survey filter language) narrowed by an NPS group, an
  * answer test or a completion; its users are the `respondent_aliases` of the matching responses,
  * matched to the events' `user_alias`. A copilot cohort is the users of the

@@ -73,9 +73,9 @@ export interface FunnelResult extends FunnelGroup {
 }
 
 export function funnelQueryOf(orgId: string, body: FunnelBody): FunnelQuery {
-  const scope: AnalysisSelection = { orgId, range: body.range, cohort: body.cohort, split: body.split_by_cohorts ?? [] };
+  const selection: AnalysisSelection = { orgId, range: body.range, cohort: body.cohort, split: body.split_by_cohorts ?? [] };
   return {
-    ...scope,
+    ...selection,
     steps: body.steps,
     windowMs: body.window_seconds * 1000,
     order: body.order as FunnelOrder,

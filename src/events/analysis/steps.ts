@@ -75,8 +75,8 @@ export function stepSql(step: StepNode, source: EventSource): string {
  */
 class AnalysisSource extends EventSource {
   readonly #range: AnalysisSelection['range'];
-  constructor(scope: AnalysisSelection, bag: ParamBag, range: AnalysisSelection['range']) {
-    super({ orgId: scope.orgId, filtersBool: 'AND', filters: [], cohort: scope.cohort }, bag);
+  constructor(selection: AnalysisSelection, bag: ParamBag, range: AnalysisSelection['range']) {
+    super({ orgId: selection.orgId, filtersBool: 'AND', filters: [], cohort: selection.cohort }, bag);
     this.#range = range;
   }
 
@@ -88,8 +88,8 @@ class AnalysisSource extends EventSource {
   }
 }
 
-export function analysisSource(scope: AnalysisSelection, bag: ParamBag, range: AnalysisSelection['range']): EventSource {
-  return new AnalysisSource(scope, bag, range);
+export function analysisSource(selection: AnalysisSelection, bag: ParamBag, range: AnalysisSelection['range']): EventSource {
+  return new AnalysisSource(selection, bag, range);
 }
 
 /** A validated instant text (the range's) -> µs. */
@@ -103,23 +103,23 @@ export function instantMicros(text: string): bigint {
  * `[0, i, j, ...]`: the whole (0) and the split cohorts (1-based) the row's user belongs to, over
  * columns named like the events' (`user_id`, `user_alias`, `anonymous`); `[0]` without a split.
  */
-export function groupsSql(scope: AnalysisSelection, bag: ParamBag): string {
-  if (scope.split.length === 0) return '[toUInt8(0)]';
+export function groupsSql(selection: AnalysisSelection, bag: ParamBag): string {
+  if (selection.split.length === 0) return '[toUInt8(0)]';
   const cohortEvents = (events: EventSelection) => new EventSource(events, bag).from();
-  const members = scope.split.map((s, i) => `if(${cohortCondition(scope.orgId, s.cohort, bag, cohortEvents)}, ${i + 1}, 0)`);
+  const members = selection.split.map((s, i) => `if(${cohortCondition(selection.orgId, s.cohort, bag, cohortEvents)}, ${i + 1}, 0)`);
   return `arrayConcat([toUInt8(0)], arrayFilter(x -> x != 0, [${members.map((m) => `toUInt8(${m})`).join(', ')}]))`;
 }
 
 /** Per-user rows carry the user's alias only when a split cohort matches aliases (reading it costs a column and an aggregate). */
-const needsAlias = (scope: AnalysisSelection) => scope.split.some((s) => s.cohort.kind === 'survey');
+const needsAlias = (selection: AnalysisSelection) => selection.split.some((s) => s.cohort.kind === 'survey');
 
 /**
  * The user columns of a scan: `user_id`, `alias` (the user_alias, or '' when not needed) and
  * `anon` (output names that are no column's, since WHERE would read an output alias named like a
  * column instead of the column).
  */
-export function scanUserColumns(scope: AnalysisSelection): string {
-  return `user_id, ${needsAlias(scope) ? 'user_alias' : "''"} AS alias, anonymous AS anon`;
+export function scanUserColumns(selection: AnalysisSelection): string {
+  return `user_id, ${needsAlias(selection) ? 'user_alias' : "''"} AS alias, anonymous AS anon`;
 }
 
 /**
@@ -130,10 +130,10 @@ export function scanUserColumns(scope: AnalysisSelection): string {
  * Only the anonymous events that pass `anonymousWhere` are grouped: the others are users who count
  * nowhere, and each would cost a hash entry.
  */
-export function perUserSql(scope: AnalysisSelection, scan: string, columns: { known: string; having?: string; anonymousWhere?: string }): string {
+export function perUserSql(selection: AnalysisSelection, scan: string, columns: { known: string; having?: string; anonymousWhere?: string }): string {
   const having = columns.having ? ` HAVING ${columns.having}` : '';
   const where = columns.anonymousWhere ? ` WHERE anon = 0 OR (${columns.anonymousWhere})` : '';
-  const alias = needsAlias(scope) ? 'any(alias)' : "''";
+  const alias = needsAlias(selection) ? 'any(alias)' : "''";
   return `SELECT user_id, ${alias} AS user_alias, any(anon) AS anonymous, ${columns.known} FROM (${scan})${where} GROUP BY user_id${having}`;
 }
 

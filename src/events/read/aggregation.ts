@@ -90,10 +90,10 @@ export const eventAggregationBodySchema = jsonObject({
 }, 'the event aggregation body');
 export type EventAggregationBody = v.InferOutput<typeof eventAggregationBodySchema>;
 
-/** `SELECT min, max` of timestamp in scope (DateTime64 texts, NULL when no event matches). */
-export function compileEventBounds(scope: EventSelection): CompiledQuery {
+/** `SELECT min, max` of timestamp in selection (DateTime64 texts, NULL when no event matches). */
+export function compileEventBounds(selection: EventSelection): CompiledQuery {
   const bag = new ParamBag();
-  const from = new EventSource(scope, bag).from();
+  const from = new EventSource(selection, bag).from();
   return compiled(`SELECT toString(minOrNull(timestamp)) AS min, toString(maxOrNull(timestamp)) AS max ${from}`, bag);
 }
 
@@ -104,8 +104,8 @@ export function planEventLevels(rules: readonly EventGroupByRule[], range: Event
 }
 
 /** The levels and metrics the hours answer (hours.ts): timestamp, type and event_name counts. */
-function hoursAnswer(scope: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): boolean {
-  return !metrics.includes('unique_users') && rules.every((r) => r.field === 'timestamp' || r.field === 'type' || r.field === 'event_name') && hoursServe(scope);
+function hoursAnswer(selection: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): boolean {
+  return !metrics.includes('unique_users') && rules.every((r) => r.field === 'timestamp' || r.field === 'type' || r.field === 'event_name') && hoursServe(selection);
 }
 
 /**
@@ -113,15 +113,15 @@ function hoursAnswer(scope: EventSelection, rules: readonly EventGroupByRule[], 
  * levels need; over the hours (hours.ts) when they answer it, and for unique users per date
  * bucket over the weeks (user-weeks.ts). `hours: false` forces the rows.
  */
-export function compileEventAggregation(scope: EventSelection, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: { hours?: boolean } = {}): CompiledQuery {
-  if (options.hours !== false && metrics.includes('unique_users') && weeksServe(scope, rules.length, plans[0])) {
-    const fromWeeks = compileUsersFromWeeks(scope, plans[0]);
+export function compileEventAggregation(selection: EventSelection, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: { hours?: boolean } = {}): CompiledQuery {
+  if (options.hours !== false && metrics.includes('unique_users') && weeksServe(selection, rules.length, plans[0])) {
+    const fromWeeks = compileUsersFromWeeks(selection, plans[0]);
     if (fromWeeks) return fromWeeks;
   }
   const bag = new ParamBag();
-  const source = new EventSource(scope, bag);
+  const source = new EventSource(selection, bag);
   const limit = () => bag.add(MAX_TERMS_BUCKETS, 'UInt32');
-  if (options.hours !== false && hoursAnswer(scope, rules, metrics)) {
+  if (options.hours !== false && hoursAnswer(selection, rules, metrics)) {
     const from = hoursSource(source, planEdges(plans));
     const keys = rules.map((rule, i) => (rule.field === 'timestamp' ? bucketIndexSql('t', plans[i]!, bag, `level${i + 1}`) : rule.field === 'type' ? 'type' : `nullIf(event_name, '')`));
     return compiled(compileRankedBuckets({ source: from, keys, count: 'sum(n)', limit: limit() }), bag);
@@ -187,20 +187,20 @@ function shapeLevels(rules: readonly EventGroupByRule[], plans: readonly (Histog
 }
 
 /** The bounds when a histogram needs them, the plans, then the grouped query. */
-export async function runEventAggregation(run: RunQuery, scope: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[], fresh = run, options: { hours?: boolean } = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: BucketRow[] }> {
-  const needBounds = rules.some((r) => r.field === 'timestamp') && (scope.range?.start === undefined || scope.range?.end === undefined);
-  const bounds = needBounds ? (await fresh<{ min: string | null; max: string | null }>(compileEventBounds(scope)))[0] : undefined;
-  const plans = planEventLevels(rules, scope.range, bounds);
+export async function runEventAggregation(run: RunQuery, selection: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[], fresh = run, options: { hours?: boolean } = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: BucketRow[] }> {
+  const needBounds = rules.some((r) => r.field === 'timestamp') && (selection.range?.start === undefined || selection.range?.end === undefined);
+  const bounds = needBounds ? (await fresh<{ min: string | null; max: string | null }>(compileEventBounds(selection)))[0] : undefined;
+  const plans = planEventLevels(rules, selection.range, bounds);
   checkDenseBuckets(plans);
-  return { plans, rows: await run<BucketRow>(compileEventAggregation(scope, rules, plans, metrics, options)) };
+  return { plans, rows: await run<BucketRow>(compileEventAggregation(selection, rules, plans, metrics, options)) };
 }
 
-export async function aggregateEvents(client: ClickHouseClient, scope: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<EventAggregationResult> {
+export async function aggregateEvents(client: ClickHouseClient, selection: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<EventAggregationResult> {
   const started = performance.now();
-  const { value: { plans, rows, releases } } = await cachedRequest(client, 'event aggregation', [scope, rules, metrics], RANKED_BUCKETS_SETTINGS, async ({ run, fresh }) => {
-    const found = await runEventAggregation(run, scope, rules, metrics, fresh);
+  const { value: { plans, rows, releases } } = await cachedRequest(client, 'event aggregation', [selection, rules, metrics], RANKED_BUCKETS_SETTINGS, async ({ run, fresh }) => {
+    const found = await runEventAggregation(run, selection, rules, metrics, fresh);
     // The releases on the timestamp histograms (src/releases/marks.ts), in the same cached answer.
-    return { ...found, releases: await releasesForSeries(fresh, scope.orgId, found.plans) };
+    return { ...found, releases: await releasesForSeries(fresh, selection.orgId, found.plans) };
   });
   const extra = metrics.includes('unique_users') ? ['unique_users'] : [];
   const shaped = shapeBuckets(shapeLevels(rules, plans), rows, extra, MAX_RESPONSE_BUCKETS, tooManyBuckets);

@@ -19,20 +19,20 @@ export interface EventPosition {
 }
 
 /** Organization, filters, range and cohort (not size); a search without a cohort keeps the fingerprint it always had. */
-const fingerprintOf = (scope: EventSelection) =>
-  searchFingerprint([scope.orgId, scope.filtersBool, scope.filters, scope.range?.start ?? null, scope.range?.end ?? null, ...(scope.cohort ? [scope.cohort] : [])]);
+const fingerprintOf = (selection: EventSelection) =>
+  searchFingerprint([selection.orgId, selection.filtersBool, selection.filters, selection.range?.start ?? null, selection.range?.end ?? null, ...(selection.cohort ? [selection.cohort] : [])]);
 
-export function encodeCursor(position: EventPosition, scope: EventSelection): string {
+export function encodeCursor(position: EventPosition, selection: EventSelection): string {
   const { timestamp: t, received_at: r, seq: s, event_id: e } = position;
-  return encodeOpaqueCursor({ t, r, s, e }, fingerprintOf(scope));
+  return encodeOpaqueCursor({ t, r, s, e }, fingerprintOf(selection));
 }
 
 const DATETIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{1,9})?$/;
 
-export function decodeCursor(cursor: string, scope: EventSelection): EventPosition {
+export function decodeCursor(cursor: string, selection: EventSelection): EventPosition {
   const p = decodeOpaqueCursor(
     cursor,
-    fingerprintOf(scope),
+    fingerprintOf(selection),
     (x) =>
       typeof x.t === 'string' && DATETIME.test(x.t) &&
       typeof x.r === 'string' && DATETIME.test(x.r) &&

@@ -1,5 +1,5 @@
 /**
- * SEARCH /1.0/event/export: every event in scope, newest first (the event search order), streamed
+ * SEARCH /1.0/event/export: every event in selection, newest first (the event search order), streamed
  * as NDJSON (one record per line, as event search returns them) or CSV (one column per top-level
  * field of a record; `properties` and `context` as JSON text). Like the survey export
  * (src/responses/export.ts): day slices of about SLICE_ROWS events, planned before the answer
@@ -24,19 +24,19 @@ export const EVENT_CSV_COLUMNS = [
   'rating', 'rating_scale', 'message_id',
 ] as const;
 
-export async function exportEvents(client: ClickHouseClient, scope: EventSelection, format: ExportFormat, signal: AbortSignal, sliceRows = SLICE_ROWS): Promise<Readable> {
+export async function exportEvents(client: ClickHouseClient, selection: EventSelection, format: ExportFormat, signal: AbortSignal, sliceRows = SLICE_ROWS): Promise<Readable> {
   const bag = new ParamBag();
-  const days = compiled(`SELECT toString(toDate32(timestamp)) AS d, count() AS n ${new EventSource(scope, bag).from()} GROUP BY d ORDER BY d DESC`, bag);
+  const days = compiled(`SELECT toString(toDate32(timestamp)) AS d, count() AS n ${new EventSource(selection, bag).from()} GROUP BY d ORDER BY d DESC`, bag);
   const rs = await client.query({ query: days.sql, query_params: { ...days.params }, format: 'JSONEachRow', clickhouse_settings: READ_SETTINGS, abort_signal: signal });
   const plan = planDaySlices(await rs.json<{ d: string; n: string }>(), sliceRows);
-  return Readable.from(chunks(client, scope, plan, format, signal), { objectMode: false });
+  return Readable.from(chunks(client, selection, plan, format, signal), { objectMode: false });
 }
 
-async function* chunks(client: ClickHouseClient, scope: EventSelection, plan: Array<[string, string]>, format: ExportFormat, signal: AbortSignal): AsyncGenerator<string> {
+async function* chunks(client: ClickHouseClient, selection: EventSelection, plan: Array<[string, string]>, format: ExportFormat, signal: AbortSignal): AsyncGenerator<string> {
   if (format === 'csv') yield `${EVENT_CSV_COLUMNS.join(',')}\r\n`;
   for (const [from, to] of plan) {
     const bag = new ParamBag();
-    const source = new EventSource(scope, bag).from();
+    const source = new EventSource(selection, bag).from();
     const q = compiled(`SELECT ${EVENT_COLUMNS.join(', ')} ${source} AND timestamp >= ${bag.add(from, DT64)} AND timestamp < ${bag.add(to, DT64)} ORDER BY ${EVENT_ORDER}`, bag);
     const rs = await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: EXPORT_SETTINGS, abort_signal: signal });
     const stream = rs.stream<EventReadRow>();

@@ -13,15 +13,15 @@
  *   of those hours.
  * An hour is whole when all of it lies in the range and no edge falls strictly inside it; then
  * every event of it lies in the same bucket and window as its start, and the union of both parts
- * holds every event in scope exactly once. Both parts are read by one query, which sees one
+ * holds every event in selection exactly once. Both parts are read by one query, which sees one
  * snapshot of the table (READ_SETTINGS), so a concurrent INSERT is in both or in neither.
  */
 import { MICROS_PER_HOUR, parseInstantMicros, type HistogramPlan } from '../../query/histogram.ts';
 import type { EventSource, EventSelection } from './source.ts';
 
-/** The scope can be evaluated on the projection's columns: filters on type and event_name only, no cohort (a per-user condition). */
-export function hoursServe(scope: EventSelection): boolean {
-  return !scope.cohort && scope.filters.every((f) => f.kind === 'type' || f.kind === 'event_name');
+/** The selection can be evaluated on the projection's columns: filters on type and event_name only, no cohort (a per-user condition). */
+export function hoursServe(selection: EventSelection): boolean {
+  return !selection.cohort && selection.filters.every((f) => f.kind === 'type' || f.kind === 'event_name');
 }
 
 /** The instants where a plan's buckets split time: every bucket start and the series' end. */
@@ -64,10 +64,10 @@ export function splitHours(start: bigint | undefined, end: bigint | undefined, e
   return { from, to, partial: [...partial].filter(inRange).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0)) };
 }
 
-/** The scope's range split at `edges` (µs). */
-export function splitSelectionHours(scope: EventSelection, edges: readonly bigint[]): HourSplit {
+/** The selection's range split at `edges` (µs). */
+export function splitSelectionHours(selection: EventSelection, edges: readonly bigint[]): HourSplit {
   const micros = (t: string | undefined) => (t === undefined ? undefined : parseInstantMicros(t) ?? undefined);
-  return splitHours(micros(scope.range?.start), micros(scope.range?.end), edges);
+  return splitHours(micros(selection.range?.start), micros(selection.range?.end), edges);
 }
 
 /** The hour of a row, in seconds: the partial hours are matched on it (a set lookup per row). */
@@ -77,11 +77,11 @@ export const HOUR_SECONDS_SQL = 'toUnixTimestamp(toStartOfHour(timestamp))';
 export const secondsOf = (t: bigint) => Number(t / 1_000_000n);
 
 /**
- * `FROM (...)`: rows (t, type, event_name, anonymous, n) of the scope, n events at instant t, from
+ * `FROM (...)`: rows (t, type, event_name, anonymous, n) of the selection, n events at instant t, from
  * the projection for whole hours and from the rows for partial ones. Placeholders go to the
  * source's bag.
  */
-export function hoursSource(source: EventSource, edges: readonly bigint[], split = splitSelectionHours(source.scope, edges)): string {
+export function hoursSource(source: EventSource, edges: readonly bigint[], split = splitSelectionHours(source.selection, edges)): string {
   const { bag } = source;
   const filters = source.filtersSql();
   const hourSeconds = HOUR_SECONDS_SQL;

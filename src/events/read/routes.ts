@@ -12,7 +12,7 @@ import { userAliasParam } from '../rows.ts';
 
 const READ_ERRORS = [400, 401, 403, 413, 415, 429, 503] as const;
 
-/** The export body: the scope of an event search, without size or cursor (every match is sent). */
+/** The export body: the selection of an event search, without size or cursor (every match is sent). */
 const eventExportBodySchema = jsonObject({ ...eventSelectionEntries }, 'the event export body');
 
 /** The event reads: search, aggregation (each SEARCH also served as POST) and user profiles. */

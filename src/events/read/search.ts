@@ -1,5 +1,5 @@
 /**
- * SEARCH /1.0/event: the events in scope, newest `timestamp` first (ties: later received_at, then
+ * SEARCH /1.0/event: the events in selection, newest `timestamp` first (ties: later received_at, then
  * later item of the request, then event_id), `size` per page, `next_cursor` to continue.
  *
  * Two queries, one after the other, cached together as one request (src/query/request-cache.ts):
@@ -37,7 +37,7 @@ export const eventSearchBodySchema = jsonObject({
 }, 'the event search body');
 export type EventSearchBody = v.InferOutput<typeof eventSearchBodySchema>;
 
-/** The scope of an event read: the token's organization, the body's filters, range and cohort. */
+/** The selection of an event read: the token's organization, the body's filters, range and cohort. */
 export function eventSelectionOf(orgId: string, body: Pick<EventSearchBody, 'filters_bool' | 'filters' | 'range' | 'cohort'>): EventSelection {
   return { orgId, filtersBool: body.filters_bool, filters: body.filters, range: body.range, cohort: body.cohort };
 }
@@ -119,17 +119,17 @@ export async function runEventSearch(run: RunQuery, input: EventSearchInput, opt
   return { total, rows: rows.slice(0, input.size), more: rows.length > input.size };
 }
 
-export async function searchEvents(client: ClickHouseClient, scope: EventSelection, body: { size: number; cursor?: string }): Promise<EventSearchResult> {
+export async function searchEvents(client: ClickHouseClient, selection: EventSelection, body: { size: number; cursor?: string }): Promise<EventSearchResult> {
   const started = performance.now();
-  const after = body.cursor === undefined ? undefined : decodeCursor(body.cursor, scope);
-  const input = { ...scope, size: body.size, after };
+  const after = body.cursor === undefined ? undefined : decodeCursor(body.cursor, selection);
+  const input = { ...selection, size: body.size, after };
   const { value: { total, rows, more } } = await cachedRequest(client, 'event search', input, READ_SETTINGS, ({ run }) => runEventSearch(run, input));
   const last = rows[rows.length - 1];
   return {
     took: Math.round(performance.now() - started),
     hits: { total: { value: total }, events: rows.map(toEventRecord) },
     ...(more && last
-      ? { next_cursor: encodeCursor({ timestamp: last.timestamp, received_at: last.received_at, seq: Number(last.seq), event_id: last.event_id }, scope) }
+      ? { next_cursor: encodeCursor({ timestamp: last.timestamp, received_at: last.received_at, seq: Number(last.seq), event_id: last.event_id }, selection) }
       : {}),
   };
 }

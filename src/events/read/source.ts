@@ -12,7 +12,7 @@ import { cohortCondition } from '../analysis/cohort-sql.ts';
 import { compileEventFilter } from './compile.ts';
 import type { EventFilterNode } from './filters.ts';
 
-/** The scope of an event read: organization, filters, range on `timestamp`, and a feedback cohort (src/events/analysis/cohort.ts). */
+/** The selection of an event read: organization, filters, range on `timestamp`, and a feedback cohort (src/events/analysis/cohort.ts). */
 export type EventSelection = ReadSelection<EventFilterNode> & { cohort?: CohortNode };
 
 /**
@@ -21,23 +21,23 @@ export type EventSelection = ReadSelection<EventFilterNode> & { cohort?: CohortN
  */
 export class EventSource {
   readonly org: TenantOrg;
-  constructor(readonly scope: EventSelection, readonly bag: ParamBag) {
-    this.org = new TenantOrg(scope.orgId, bag);
+  constructor(readonly selection: EventSelection, readonly bag: ParamBag) {
+    this.org = new TenantOrg(selection.orgId, bag);
   }
 
   /** The WHERE expression: org first, the cohort's users, then the timestamp range, then the filters joined by filtersBool. */
   where(): string {
-    const cohortEvents = (scope: EventSelection) => new EventSource(scope, this.bag).from();
-    const extra = this.scope.cohort ? [cohortCondition(this.scope.orgId, this.scope.cohort, this.bag, cohortEvents)] : [];
-    return compileSelectionWhere(this.scope, this.bag, { org: this.org, table: 'events', time: 'timestamp', extra, filter: (f) => compileEventFilter(f, this) });
+    const cohortEvents = (selection: EventSelection) => new EventSource(selection, this.bag).from();
+    const extra = this.selection.cohort ? [cohortCondition(this.selection.orgId, this.selection.cohort, this.bag, cohortEvents)] : [];
+    return compileSelectionWhere(this.selection, this.bag, { org: this.org, table: 'events', time: 'timestamp', extra, filter: (f) => compileEventFilter(f, this) });
   }
 
   /** The filters alone, joined by filtersBool in parentheses (undefined without filters). */
   filtersSql(): string | undefined {
-    return compileFilters(this.scope, (f) => compileEventFilter(f, this));
+    return compileFilters(this.selection, (f) => compileEventFilter(f, this));
   }
 
-  /** `FROM events [joins] WHERE <scope>`; `joins` come from the methods below. */
+  /** `FROM events [joins] WHERE <selection>`; `joins` come from the methods below. */
   from(joins: readonly string[] = []): string {
     return `FROM events${joins.map((j) => ` ${j}`).join('')} WHERE ${this.where()}`;
   }

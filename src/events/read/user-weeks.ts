@@ -12,7 +12,7 @@
  *   one of its events lies in a PARTIAL hour of the bucket (read from the rows, as for the
  *   counts). The buckets of a user over every week and the partial hours are OR-ed into one
  *   100-bit set per user, so a user counts once per bucket and once in the total.
- * The whole and partial hours are those of hours.ts: every event in scope is counted once, in the
+ * The whole and partial hours are those of hours.ts: every event in selection is counted once, in the
  * bucket of its instant. One query reads both parts (one snapshot of the table).
  */
 import { ParamBag, compiled, type CompiledQuery } from '../../clickhouse/sql.ts';
@@ -70,24 +70,24 @@ export function weekMasks(plan: HistogramPlan, split: HourSplit): WeekMasks | un
 }
 
 /**
- * The scope and rules the weeks answer: unique users over one timestamp level, no filters and no
+ * The selection and rules the weeks answer: unique users over one timestamp level, no filters and no
  * cohort (the weeks know neither an event's type and name nor the cohort's users).
  */
-export function weeksServe(scope: EventSelection, levels: number, plan: HistogramPlan | undefined): plan is HistogramPlan {
-  return levels === 1 && plan !== undefined && scope.filters.length === 0 && !scope.cohort && plan.starts.length <= 128;
+export function weeksServe(selection: EventSelection, levels: number, plan: HistogramPlan | undefined): plan is HistogramPlan {
+  return levels === 1 && plan !== undefined && selection.filters.length === 0 && !selection.cohort && plan.starts.length <= 128;
 }
 
 /**
  * The bucket rows (depth 0 and 1, as the ranked-bucket query gives them: every bucket of a single
  * date level is kept) with doc_count and unique_users; undefined when the weeks cannot answer.
  */
-export function compileUsersFromWeeks(scope: EventSelection, plan: HistogramPlan): CompiledQuery | undefined {
+export function compileUsersFromWeeks(selection: EventSelection, plan: HistogramPlan): CompiledQuery | undefined {
   const edges = planEdges([plan]);
-  const split = splitSelectionHours(scope, edges);
+  const split = splitSelectionHours(selection, edges);
   const masks = weekMasks(plan, split);
   if (!masks) return undefined;
   const bag = new ParamBag();
-  const source = new EventSource(scope, bag);
+  const source = new EventSource(selection, bag);
   const counts = hoursSource(source, edges, split);
   const countBucket = bucketIndexSql('t', plan, bag, 'count_bucket');
   const bit = (bucket: string) => `bitShiftLeft(toUInt128(1), ${bucket})`;

@@ -13,8 +13,8 @@ import { rollupRowsSql, type RollupCover } from './read.ts';
 /** Filter keys whose every operator the rollup groups can answer. */
 const ROLLUP_FILTER_KINDS: ReadonlySet<FilterNode['kind']> = new Set(['completion', 'language', 'channel_id']);
 
-export function filtersServable(scope: ResponseSelection): boolean {
-  return scope.filters.every((f) => ROLLUP_FILTER_KINDS.has(f.kind)) || answerGroupFilter(scope) !== undefined;
+export function filtersServable(selection: ResponseSelection): boolean {
+  return selection.filters.every((f) => ROLLUP_FILTER_KINDS.has(f.kind)) || answerGroupFilter(selection) !== undefined;
 }
 
 /** The group arrays, by the name their elements take (as in survey_responses). */
@@ -24,8 +24,8 @@ const GROUP_ARRAYS = {
 } as const;
 export type GroupColumn = keyof typeof GROUP_ARRAYS;
 
-/** The group columns the scope's filters test (filtersServable holds: completion, language, channel_id). */
-const filterColumns = (scope: ResponseSelection): GroupColumn[] => scope.filters.map((f) => f.kind as GroupColumn);
+/** The group columns the selection's filters test (filtersServable holds: completion, language, channel_id). */
+const filterColumns = (selection: ResponseSelection): GroupColumn[] => selection.filters.map((f) => f.kind as GroupColumn);
 
 const COMPLETION_TYPE = "Enum8('not_started' = 0, 'partially_completed' = 1, 'fully_completed' = 2)";
 /**
@@ -39,23 +39,23 @@ const TOTALS_BY: Partial<Record<GroupColumn, { map: string; type: string }>> = {
 };
 
 /**
- * The slice totals of the scope's responses (t_rows, t_completion, t_end_reason, t_language,
+ * The slice totals of the selection's responses (t_rows, t_completion, t_end_reason, t_language,
  * t_support, t_nps, t_csat, t_ces), which stand for every group of a slice: the slice rows' own
  * (schema/050) when no filter narrows the groups; the answer totals of the filter's answer
  * (schema/111, answer-rollups.ts) when the filter is one answer `eq` alone. `FROM ... WHERE ...`,
  * one row per slice, its maps expanded by `arrayJoin` when given; undefined when neither serves.
  */
-export function totalsRowsSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag, arrayJoin?: string): string | undefined {
-  if (scope.filters.length === 0) return rollupRowsSql(scope, w, bag, arrayJoin);
-  return answerTotalsFilter(scope) ? answerTotalsRowsSql(scope, w, bag, arrayJoin) : undefined;
+export function totalsRowsSql(selection: ResponseSelection, w: RollupCover, bag: ParamBag, arrayJoin?: string): string | undefined {
+  if (selection.filters.length === 0) return rollupRowsSql(selection, w, bag, arrayJoin);
+  return answerTotalsFilter(selection) ? answerTotalsRowsSql(selection, w, bag, arrayJoin) : undefined;
 }
 
-export const totalsServable = (scope: ResponseSelection): boolean => scope.filters.length === 0 || answerTotalsFilter(scope) !== undefined;
+export const totalsServable = (selection: ResponseSelection): boolean => selection.filters.length === 0 || answerTotalsFilter(selection) !== undefined;
 
 /** Whether rollupGroupsSql answers these columns from the slice totals: at most one of completion, end_reason. */
-export function groupsFromTotals(scope: ResponseSelection, columns: readonly GroupColumn[]): boolean {
+export function groupsFromTotals(selection: ResponseSelection, columns: readonly GroupColumn[]): boolean {
   const dims = [...new Set(columns)].filter((c) => c !== 'x_rows');
-  return totalsServable(scope) && (dims.length === 0 || (dims.length === 1 && TOTALS_BY[dims[0]] !== undefined));
+  return totalsServable(selection) && (dims.length === 0 || (dims.length === 1 && TOTALS_BY[dims[0]] !== undefined));
 }
 
 /**
@@ -69,20 +69,20 @@ export function groupsFromTotals(scope: ResponseSelection, columns: readonly Gro
  * value of that dimension in the slice, instead of one per group (5M responses, survey_id under
  * *: 27-63 -> 6-10 ms).
  */
-export function rollupGroupsSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag, columns: readonly GroupColumn[]): string {
-  if (groupsFromTotals(scope, columns)) {
+export function rollupGroupsSql(selection: ResponseSelection, w: RollupCover, bag: ParamBag, columns: readonly GroupColumn[]): string {
+  if (groupsFromTotals(selection, columns)) {
     const [dim] = [...new Set(columns)].filter((c) => c !== 'x_rows');
-    if (!dim) return `SELECT survey_id, start AS created_at, t_rows AS x_rows ${totalsRowsSql(scope, w, bag)!}`;
+    if (!dim) return `SELECT survey_id, start AS created_at, t_rows AS x_rows ${totalsRowsSql(selection, w, bag)!}`;
     const totals = TOTALS_BY[dim]!;
     return (
       `SELECT survey_id, start AS created_at, CAST(total_key AS ${totals.type}) AS ${dim}, x_rows ` +
-      totalsRowsSql(scope, w, bag, `mapKeys(${totals.map}) AS total_key, mapValues(${totals.map}) AS x_rows`)!
+      totalsRowsSql(selection, w, bag, `mapKeys(${totals.map}) AS total_key, mapValues(${totals.map}) AS x_rows`)!
     );
   }
   // An answer filter with dimension filters: the groups of the responses with that answer (schema/110).
-  if (answerGroupFilter(scope)) return answerGroupsSql(scope, w, bag);
-  const used = [...new Set<GroupColumn>(['x_rows', ...columns, ...filterColumns(scope)])];
-  return `SELECT survey_id, start AS created_at, ${used.join(', ')} ${rollupRowsSql(scope, w, bag, used.map((c) => `${GROUP_ARRAYS[c]} AS ${c}`).join(', '))}`;
+  if (answerGroupFilter(selection)) return answerGroupsSql(selection, w, bag);
+  const used = [...new Set<GroupColumn>(['x_rows', ...columns, ...filterColumns(selection)])];
+  return `SELECT survey_id, start AS created_at, ${used.join(', ')} ${rollupRowsSql(selection, w, bag, used.map((c) => `${GROUP_ARRAYS[c]} AS ${c}`).join(', '))}`;
 }
 
 /**
@@ -91,18 +91,18 @@ export function rollupGroupsSql(scope: ResponseSelection, w: RollupCover, bag: P
  * end_reason, language). With no filter and no such column, the per-(question, value) totals
  * (q_*, schema/050) answer: 2.3-3.7x fewer entries to filter than the per-group a_* arrays.
  */
-export function rollupAnswersSql(scope: ResponseSelection, w: RollupCover, questionId: string, bag: ParamBag, columns: readonly GroupColumn[]): string {
+export function rollupAnswersSql(selection: ResponseSelection, w: RollupCover, questionId: string, bag: ParamBag, columns: readonly GroupColumn[]): string {
   // Only the entries of that question are expanded (a slice holds the answers of every question):
   // each array is filtered alike, without capturing a column in a lambda (the engine would copy
   // the captured array once per element) and without indexing after the ARRAY JOIN (each row
   // would carry the whole array).
   const q = bag.add(questionId, 'String');
-  const totals = scope.filters.length === 0 && columns.length === 0;
+  const totals = selection.filters.length === 0 && columns.length === 0;
   const questions = totals ? 'q_question_id' : 'a_question_id';
   const only = (column: string) => `arrayFilter((x, q) -> q = ${q}, ${column}, ${questions})`;
   const arrays = totals
     ? [['q_value', 'answer_value'], ['q_responses', 'x_rows']]
     : [['a_channel_id', 'channel_id'], ['a_completion', 'completion'], ['a_end_reason', 'end_reason'], ['a_language', 'language'], ['a_value', 'answer_value'], ['a_responses', 'x_rows']];
   const names = ['survey_id', 'start AS created_at', ...arrays.map(([, name]) => name)];
-  return `SELECT ${names.join(', ')} ${rollupRowsSql(scope, w, bag, arrays.map(([column, name]) => `${only(column)} AS ${name}`).join(', '))}`;
+  return `SELECT ${names.join(', ')} ${rollupRowsSql(selection, w, bag, arrays.map(([column, name]) => `${only(column)} AS ${name}`).join(', '))}`;
 }

@@ -1,5 +1,5 @@
 /**
- * The read side of the rollups (schema/020-survey-rollups.sql): which part of a request's scope
+ * The read side of the rollups (schema/020-survey-rollups.sql): which part of a request's selection
  * is answered from survey_rollup, and the SQL of both parts.
  *
  * A request is rollup-served when its filters only test columns the rollup groups by
@@ -94,7 +94,7 @@ export interface RollupCover {
 
 const nonEmpty = (from: bigint | null, to: bigint | null) => from === null || to === null || from < to;
 
-/** Pure: the window for the scope's range, or null when the rollup cannot serve any of it. */
+/** Pure: the window for the selection's range, or null when the rollup cannot serve any of it. */
 export function rollupCover(range: ResponseSelection['range'], pending: Pending, grain: Span): RollupCover | null {
   if (pending.org) return null;
   const start = range?.start !== undefined ? parseInstantMicros(range.start) : null;
@@ -128,8 +128,8 @@ const sliceSet = (bag: ParamBag, slices: readonly HourSlice[]) =>
   `(SELECT arrayJoin(arrayZip(${bag.add(slices.map((s) => s.surveyId), 'Array(UUID)')}, ${bag.add(slices.map((s) => formatDbMicros(s.hour)), `Array(${DT64})`)})))`;
 
 /**
- * The extra condition on survey_responses (ANDed to the scope): the created_at the rollup does not
- * answer. undefined when the rollup answers all of the scope (no raw rows needed).
+ * The extra condition on survey_responses (ANDed to the selection): the created_at the rollup does not
+ * answer. undefined when the rollup answers all of the selection (no raw rows needed).
  */
 export function rawRemainderSql(w: RollupCover, bag: ParamBag): string | undefined {
   const parts: string[] = [];
@@ -162,9 +162,9 @@ export function rawRemainderSql(w: RollupCover, bag: ParamBag): string | undefin
  * key (org_id, span, survey_id, start), which the answer totals (schema/111) share. FINAL: a
  * recompute replaces a slice row by a newer version. Callers append ` AND ...`.
  */
-export function fromSlicesSql(table: 'survey_rollup' | 'survey_rollup_answers', scope: ResponseSelection, w: RollupCover, bag: ParamBag, joins: readonly string[] = []): string {
-  const head = [new TenantOrg(scope.orgId, bag).from(table, { final: true, joins })];
-  if (scope.surveyIds !== '*') head.push(`survey_id IN ${bag.add(scope.surveyIds, 'Array(UUID)')}`);
+export function fromSlicesSql(table: 'survey_rollup' | 'survey_rollup_answers', selection: ResponseSelection, w: RollupCover, bag: ParamBag, joins: readonly string[] = []): string {
+  const head = [new TenantOrg(selection.orgId, bag).from(table, { final: true, joins })];
+  if (selection.surveyIds !== '*') head.push(`survey_id IN ${bag.add(selection.surveyIds, 'Array(UUID)')}`);
   const within = (from: bigint | null, to: bigint | null) =>
     [...(from !== null ? [`start >= ${dt(bag, from)}`] : []), ...(to !== null ? [`start < ${dt(bag, to)}`] : [])];
   /** Not answered by the parent span: outside its range, or in a pending parent. */
@@ -185,17 +185,17 @@ export function fromSlicesSql(table: 'survey_rollup' | 'survey_rollup_answers', 
   return `${head.join(' AND ')} AND (${branches.join(' OR ')})`;
 }
 
-/** The scope's filters over the rollup's group columns (filtersServable must hold). */
-function filtersSql(scope: ResponseSelection, bag: ParamBag): string {
-  if (scope.filters.length === 0) return '';
-  const joiner = scope.filtersBool === 'OR' ? ' OR ' : ' AND ';
-  return ` AND (${scope.filters.map((f) => compileFilter(f, bag)).join(joiner)})`;
+/** The selection's filters over the rollup's group columns (filtersServable must hold). */
+function filtersSql(selection: ResponseSelection, bag: ParamBag): string {
+  if (selection.filters.length === 0) return '';
+  const joiner = selection.filtersBool === 'OR' ? ' OR ' : ' AND ';
+  return ` AND (${selection.filters.map((f) => compileFilter(f, bag)).join(joiner)})`;
 }
 
 /**
  * `FROM ... WHERE ...` of the slice rows that answer the window, their arrays expanded by
  * `arrayJoin` when given. FINAL: a recompute replaces a slice row by a newer version.
  */
-export function rollupRowsSql(scope: ResponseSelection, w: RollupCover, bag: ParamBag, arrayJoin?: string): string {
-  return `${fromSlicesSql('survey_rollup', scope, w, bag, arrayJoin ? [`ARRAY JOIN ${arrayJoin}`] : [])}${filtersSql(scope, bag)}`;
+export function rollupRowsSql(selection: ResponseSelection, w: RollupCover, bag: ParamBag, arrayJoin?: string): string {
+  return `${fromSlicesSql('survey_rollup', selection, w, bag, arrayJoin ? [`ARRAY JOIN ${arrayJoin}`] : [])}${filtersSql(selection, bag)}`;
 }
