@@ -26,10 +26,10 @@ import { encodeResponses, insertEncoded } from './encode.ts';
 import { dbToApi } from '../time/iso.ts';
 import type { RollupMaintainer } from './rollups/maintainer.ts';
 import type { Database } from '../clickhouse/connection.ts';
-import { deleteWhere } from '../clickhouse/delete.ts';
-import type { Tombstones } from './tombstones.ts';
+import type { TombstoneMap, Tombstones } from './tombstones.ts';
 import { hourSlicesOf } from './rollups/slices.ts';
-import { DT64 } from '../clickhouse/sql.ts';
+import { takeBackRefused } from './take-back.ts';
+import { holdAfterInsert } from './write-hold.ts';
 
 const idLocks = new Map<string, Promise<void>>();
 
@@ -75,9 +75,19 @@ export async function insertResponses(db: Database, orgId: string, batch: readon
   const batchIds = [...new Set(batch.map((r) => r.id.toLowerCase()))];
   return withIdLocks(batchIds.map((id) => `${org}/${id}`), async () => {
     // A deleted response (schema/040) does not come back through a version from before its
-    // deletion: such records are acknowledged and dropped (tombstones.ts).
+    // deletion: such records are acknowledged and dropped (tombstones.ts). One of them may be the
+    // retry of a write that stored it past a concurrent deletion and died before step 7 below:
+    // what such a write left is taken back here, before the answer (take-back.ts).
     const tombstones = await deps.tombstones.known(org, batchIds);
-    const records = batch.filter((r) => notDeleted(r, tombstones.get(r.id.toLowerCase())));
+    const records: ResponseRecord[] = [];
+    const refused: TombstoneMap = new Map();
+    for (const r of batch) {
+      const id = r.id.toLowerCase();
+      const deletedAt = tombstones.get(id);
+      if (notDeleted(r, deletedAt)) records.push(r);
+      else refused.set(id, deletedAt!);
+    }
+    await takeBackRefused(db, org, rollups, refused);
     if (records.length === 0) return 0;
     const ids = [...new Set(records.map((r) => r.id.toLowerCase()))];
     // The identity of each id (identity.ts): the first record of a new id claims it for the batch.
@@ -109,20 +119,20 @@ export async function insertResponses(db: Database, orgId: string, batch: readon
     } finally {
       rollups.written(org, slices);
     }
+    await holdAfterInsert(ids);
     // A deletion in another process between the check above and the INSERT: take back what it
     // deleted (the locks above only order this process's writes and deletions).
     const later = await deps.tombstones.since(org, oldestUpdate(records));
+    const refusedLater: TombstoneMap = new Map();
     let undone = 0;
-    const written = new Set(ids);
-    for (const [id, deletedAt] of later) {
-      if (deletedAt === tombstones.get(id) || !written.has(id)) continue;
-      const stale = records.filter((r) => r.id.toLowerCase() === id && !notDeleted(r, deletedAt));
-      if (stale.length === 0) continue;
-      await rollups.mark(org, hourSlicesOf(rows.filter((row) => row.id.toLowerCase() === id)));
-      await deleteWhere(db, 'survey_responses', org, (bag) => `id = ${bag.add(id, 'UUID')} AND updated_at <= ${bag.add(deletedAt, DT64)}`);
-      rollups.written(org, hourSlicesOf(rows.filter((row) => row.id.toLowerCase() === id)));
-      undone += stale.length;
+    for (const record of records) {
+      const id = record.id.toLowerCase();
+      const deletedAt = later.get(id);
+      if (deletedAt === undefined || deletedAt === tombstones.get(id) || notDeleted(record, deletedAt)) continue;
+      refusedLater.set(id, deletedAt);
+      undone++;
     }
+    await takeBackRefused(db, org, rollups, refusedLater);
     return rows.length - undone;
   });
 }

@@ -5,10 +5,10 @@ import { stopProcess, track } from './processes.ts';
 
 const INSTANCE = fileURLToPath(new URL('./fixtures/app-process.ts', import.meta.url));
 
-/** A service instance in its own process on the suite's database (fixtures/app-process.ts). */
-export async function startInstance(database: string): Promise<{ url: string; proc: ChildProcess; stop: () => Promise<void> }> {
+/** A service instance in its own process on the suite's database (fixtures/app-process.ts), with `env` added to its environment. */
+export async function startInstance(database: string, env: Record<string, string> = {}): Promise<{ url: string; proc: ChildProcess; stop: () => Promise<void> }> {
   const proc = track(spawn(process.execPath, ['--import', 'tsx', INSTANCE], {
-    env: { ...process.env, DATA_DIR: TEST_DATA_DIR, CLICKHOUSE_DATABASE: database, RATE_LIMIT_QUERIES: '100000' },
+    env: { ...process.env, DATA_DIR: TEST_DATA_DIR, CLICKHOUSE_DATABASE: database, RATE_LIMIT_QUERIES: '100000', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   }));
   let out = '';

@@ -88,6 +88,73 @@ describe('response writes: a deletion in another process between the check and t
 });
 
 /**
+ * The same race with the writer killed (SIGKILL) after its INSERT committed and before the check
+ * that follows it: its version of the deleted response is stored and visible, and its client
+ * retries. The retry goes to a process that knows the tombstone, so it drops the record before
+ * its own INSERT; it must still take back what the killed attempt stored (take-back.ts).
+ */
+describe('response writes: the writer killed between its INSERT and the check after it, during a deletion', function () {
+  this.timeout(180_000);
+  let svc: TestService;
+  let writer: Awaited<ReturnType<typeof startInstance>>;
+  let token: string;
+  const survey = randomUUID();
+  const [gone, kept, fresh] = [randomUUID(), randomUUID(), randomUUID()];
+
+  before(async () => {
+    svc = await startTestService();
+    token = await svc.token(['responses:read', 'responses:write']);
+    // The writer's process holds (test-only, write-hold.ts) after an INSERT that stored `gone`.
+    writer = await startInstance(svc.database, { TALLYHOUSE_TEST_HOLD_AFTER_RESPONSE_INSERT: gone });
+  });
+  after(async () => {
+    await writer?.stop();
+    await svc?.close();
+  });
+
+  const count = async (query: string, id: string) =>
+    Number((await (await svc.client.query({ query, query_params: { org: svc.orgId, id }, format: 'JSONEachRow' })).json<{ n: string }>())[0].n);
+  const visible = (id: string) => count('SELECT count() AS n FROM survey_responses FINAL WHERE org_id = {org:UUID} AND id = {id:UUID}', id);
+
+  it('the retry takes the killed attempt\'s version back: not visible, not counted, rollups exact', async () => {
+    const v1 = (id: string) => record(svc.orgId, id, survey, '2024-05-02T10:00:00.000001Z', '2024-05-02T10:05:00.000001Z');
+    // The writer writes once (so it has read the org's tombstones: none).
+    expect((await request(writer.url, 'POST', '/1.0/survey/response', { token, body: [v1(kept)] })).status).to.equal(200);
+    // This process stores `gone` and deletes it: a tombstone the writer has not seen.
+    expect((await svc.request('POST', '/1.0/survey/response', { token, body: [v1(gone)] })).status).to.equal(200);
+    expect((await svc.request('DELETE', `/1.0/survey/response/${gone}`, { token })).body).to.deep.equal({ deleted: 1 });
+    expect(await visible(gone)).to.equal(0);
+    // The writer gets the old version again: its check before the INSERT passes, the INSERT
+    // commits after the deletion's DELETE, and the process is killed before its check after it.
+    const body = [v1(gone), v1(fresh)];
+    const first = request(writer.url, 'POST', '/1.0/survey/response', { token, body }).then((r) => r, (err: Error) => err);
+    for (let i = 0; (await visible(gone)) === 0; i++) {
+      if (i > 600) throw new Error('the writer never stored the version');
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    writer.proc.kill('SIGKILL');
+    const exit = await new Promise((r) => (writer.proc.exitCode !== null || writer.proc.signalCode !== null ? r(writer.proc.signalCode) : writer.proc.once('exit', (_c, signal) => r(signal))));
+    expect(exit).to.equal('SIGKILL');
+    expect(await first, 'the killed write was not answered').to.be.instanceOf(Error);
+    expect(await visible(gone), 'the killed attempt left the deleted response visible').to.equal(1);
+
+    // The client retries on this process, which knows the tombstone (it deleted the response).
+    const retry = await svc.request('POST', '/1.0/survey/response', { token, body });
+    expect(retry.status, JSON.stringify(retry.body)).to.equal(200);
+    expect(retry.body.count, 'the refused version is not counted').to.equal(1);
+    expect(await visible(gone), 'a deleted response never comes back').to.equal(0);
+    const search = await svc.request('SEARCH', `/1.0/survey/${survey}/response`, { token, body: { size: 10 } });
+    expect(search.body.hits.responses.map((r: { id: string }) => r.id).sort()).to.deep.equal([kept, fresh].sort());
+    const summary = await svc.request('SEARCH', `/1.0/survey/${survey}/response/summary`, { token, body: {} });
+    expect(summary.body.completion).to.deep.equal({ not_started: 0, partially_completed: 0, fully_completed: 2 });
+    // Once every recompute this process queued has run, the rollup of that hour counts the two.
+    await svc.settle();
+    const served = await count("SELECT toInt64(sum(t_rows)) AS n FROM survey_rollup FINAL WHERE org_id = {org:UUID} AND span = 'hour' AND survey_id = {id:UUID}", survey);
+    expect(served).to.equal(2);
+  });
+});
+
+/**
  * Shutdown with the engine failing under the rollup recompute (maintainer.ts): the service does not
  * retry forever; it logs that the recompute was abandoned and exits. The marks stay, so every read
  * takes those hours from the raw table until `tallyhouse rollups rebuild` recomputes them.
