@@ -55,6 +55,14 @@ function splitBySize(values: readonly unknown[]): unknown[][] {
   return parts;
 }
 
+/**
+ * The LIKE pattern matching every string that contains `text`: LIKE's own metacharacters
+ * (`%`, `_` and the escape `\\`) escaped, so the pattern means the substring and nothing else.
+ */
+export function likeContaining(text: string): string {
+  return `%${text.replace(/[\\%_]/g, '\\$&')}%`;
+}
+
 export class ParamBag {
   private readonly values: Record<string, unknown> = {};
   private next = 0;

@@ -15,7 +15,7 @@ import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickh
 import type { HistogramPlan } from '../query/histogram.ts';
 import { MAX_RESPONSE_BUCKETS, checkDenseBuckets, compileRankedBuckets } from '../query/ranked-buckets.ts';
 import { answersCheckSql } from './answer-rollups.ts';
-import { checkedRows, rollupGrain, runAggregation, weightedSource, type AggregationOptions, type AggregationRow } from './aggregation.ts';
+import { boundedLevels, checkedRows, rollupGrain, runAggregation, weightedSource, type AggregationOptions, type AggregationRow } from './aggregation.ts';
 import type { ResponseSelection } from './compile.ts';
 import { MAX_TERMS_BUCKETS, type GroupByRule } from './group-by.ts';
 import { WEIGHTED_METRIC_ROW, metricAggregates, type MetricName } from './metrics.ts';
@@ -51,6 +51,9 @@ export function compilePeriods(periods: readonly (Period & { rollup: RollupCover
     count,
     metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []),
     limit,
+    // The period level holds at most 1 + MAX_COMPARISONS buckets: never cut, no ranking passes
+    // when the rules' levels are never cut either.
+    bounded: [true, ...boundedLevels(rules)],
   });
   return compiled(checks.length ? `SELECT *, ${checks.map((c) => `(${c})`).join(' AND ')} AS answers_complete FROM (${ranked})` : ranked, bag);
 }

@@ -164,7 +164,7 @@ export function compileAggregation(
  * The levels that never pass MAX_TERMS_BUCKETS buckets under one parent: a date level's series
  * (at most MAX_HISTOGRAM_BUCKETS, no more than MAX_TERMS_BUCKETS) and completion (three values).
  */
-function boundedLevels(rules: readonly GroupByRule[]): boolean[] {
+export function boundedLevels(rules: readonly GroupByRule[]): boolean[] {
   return rules.map((r) => r.kind === 'date' || r.kind === 'completion');
 }
 

@@ -6,7 +6,7 @@
  * `FROM survey_responses FINAL WHERE <selection>`, and the selection starts with the token's org.
  */
 import type { ClickHouseSettings } from '@clickhouse/client';
-import { DT64, ParamBag, compiled, type CompiledQuery } from '../clickhouse/sql.ts';
+import { DT64, ParamBag, compiled, likeContaining, type CompiledQuery } from '../clickhouse/sql.ts';
 import { TenantOrg } from '../clickhouse/tenant.ts';
 import { scalarAsNumber, textBeforeAfterSql } from '../query/filter-args.ts';
 import type { FilterNode, SelectionBody, Scalar } from './filters.ts';
@@ -94,9 +94,10 @@ function positiveExpr(node: FilterNode, bag: ParamBag): string {
       }
       break;
     case 'raw':
-      // answer_text is stored lower-cased with the same JS toLowerCase, so a plain substring
-      // search of the lower-cased keyword is case-insensitive on both sides alike.
-      return `position(answer_text, ${bag.add(node.value.toLowerCase(), 'String')}) > 0`;
+      // answer_text is stored lower-cased with the same JS toLowerCase, so a substring search of
+      // the lower-cased keyword is case-insensitive on both sides alike. Written as LIKE (the
+      // keyword's LIKE metacharacters escaped) so the text index (schema/170) can narrow the rows.
+      return `answer_text LIKE ${bag.add(likeContaining(node.value.toLowerCase()), 'String')}`;
     case 'language':
       switch (node.op) {
         case 'null': break; // compileFilter

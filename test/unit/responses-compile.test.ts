@@ -67,8 +67,9 @@ const cases: Case[] = [
   [r('respondent_alias', 'contains', { value: 'BoB' }), 'arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, respondent_aliases)', { p1: 'BoB' }],
   [r('respondent_alias', 'not_contains', { value: 'x' }), 'NOT (arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, respondent_aliases))', { p1: 'x' }],
   // raw: the keyword is lower-cased like answer_text
-  [r('raw', 'contains', { value: 'Great Product' }), 'position(answer_text, {p1:String}) > 0', { p1: 'great product' }],
-  [r('raw', 'not_contains', { value: 'BAD' }), 'NOT (position(answer_text, {p1:String}) > 0)', { p1: 'bad' }],
+  [r('raw', 'contains', { value: 'Great Product' }), 'answer_text LIKE {p1:String}', { p1: '%great product%' }],
+  [r('raw', 'contains', { value: '50%_OFF\\' }), 'answer_text LIKE {p1:String}', { p1: '%50\\%\\_off\\\\%' }],
+  [r('raw', 'not_contains', { value: 'BAD' }), 'NOT (answer_text LIKE {p1:String})', { p1: '%bad%' }],
   // language
   [r('language', 'eq', { value: 'fr' }), 'language = {p1:String}', { p1: 'fr' }],
   [r('language', 'neq', { value: 'fr' }), 'NOT (language = {p1:String})', { p1: 'fr' }],
@@ -243,7 +244,7 @@ describe('responses: filter compiler', () => {
     it('AND joins and a half-open range', () => {
       const bag = new ParamBag();
       const sql = compileSelection({ orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: parseFilters([r('raw', 'contains', { value: 'a' }), r('raw', 'contains', { value: 'b' })]), range: { end: '2024-01-01 00:00:00.000000' } }, bag);
-      expect(sql).to.equal("org_id = {p0:UUID} AND created_at <= {p1:DateTime64(6, 'UTC')} AND (position(answer_text, {p2:String}) > 0 AND position(answer_text, {p3:String}) > 0)");
+      expect(sql).to.equal("org_id = {p0:UUID} AND created_at <= {p1:DateTime64(6, 'UTC')} AND (answer_text LIKE {p2:String} AND answer_text LIKE {p3:String})");
     });
   });
 

@@ -88,20 +88,35 @@ const PERIOD_START_OF_INDEX: Record<Period, (c: string) => string> = {
 const micros = (t: string | undefined) => (t === undefined ? undefined : parseInstantMicros(t) ?? undefined);
 
 /**
- * The periods with a return event, per user: the bits of one UInt64 relative to the range's first
- * period (one OR per event) when the range is bounded and its periods plus N fit in 64, else the
- * set of period numbers (an array per user).
+ * Per user, the period of the first start event (`c`, a period number: they are positive, 0 =
+ * none) and the periods with a return event, as aggregates over the scan's rows (`p` the period,
+ * `st` a start event, `rt` a return event), and `has(offset)`: the user came back in period
+ * c + offset. Three forms, all exact, the first that fits:
+ * - packed: when the range is bounded and its periods plus N fit in 32, ONE groupBitOr per user of
+ *   a UInt64 whose low half holds the return periods and whose high half the start periods, both
+ *   as bits relative to the range's first period; c is then the lowest bit of the high half. One
+ *   aggregate per row instead of two (a minIf and a groupBitOrIf): the per-user GROUP BY is what a
+ *   retention costs, bench/events/README.md.
+ * - bits: minIf for c, one UInt64 of return bits when the periods plus N fit in 64;
+ * - arrays: minIf for c, the set of return period numbers (an array per user).
  */
-function returnPeriods(q: RetentionQuery, bag: ParamBag): { aggregate: string; has: (offset: string) => string } {
+function perUserPeriods(q: RetentionQuery, bag: ParamBag): { aggregates: string; having: string; c: string; has: (offset: string) => string } {
   const [from, to] = [micros(q.range?.start), micros(q.range?.end)];
-  if (from !== undefined && to !== undefined && periodIndex(to, q.period) - periodIndex(from, q.period) + q.periods < 64) {
-    const base = bag.add(periodIndex(from, q.period), 'Int32');
-    return {
-      aggregate: `groupBitOrIf(bitShiftLeft(toUInt64(1), p - ${base}), rt)`,
-      has: (offset) => `bitTest(rp, c - ${base} + ${offset})`,
-    };
+  const span = from !== undefined && to !== undefined ? periodIndex(to, q.period) - periodIndex(from, q.period) + q.periods : Infinity;
+  const firstStart = { aggregates: 'minIf(p, st) AS c', having: 'c != 0', c: 'c' };
+  if (span >= 64) return { ...firstStart, aggregates: `${firstStart.aggregates}, groupUniqArrayIf(p, rt) AS rp`, has: (offset) => `has(rp, c + ${offset})` };
+  const base = bag.add(periodIndex(from!, q.period), 'Int32');
+  if (span >= 32) {
+    return { ...firstStart, aggregates: `${firstStart.aggregates}, groupBitOrIf(bitShiftLeft(toUInt64(1), p - ${base}), rt) AS rp`, has: (offset) => `bitTest(rp, c - ${base} + ${offset})` };
   }
-  return { aggregate: 'groupUniqArrayIf(p, rt)', has: (offset) => `has(rp, c + ${offset})` };
+  // Bit k of the high half: a start in period base + k; its lowest set bit k = popcount(h xor (h - 1)) - 1.
+  const starts = 'bitShiftRight(m, 32)';
+  return {
+    aggregates: `groupBitOr(bitShiftLeft(toUInt64(rt) + if(st, toUInt64(4294967296), toUInt64(0)), p - ${base})) AS m`,
+    having: `${starts} != 0`,
+    c: `toInt32(${base} + bitCount(bitXor(${starts}, ${starts} - 1)) - 1)`,
+    has: (offset) => `bitTest(m, c - ${base} + ${offset})`,
+  };
 }
 
 export function compileRetention(q: RetentionQuery): CompiledQuery {
@@ -118,19 +133,19 @@ export function compileRetention(q: RetentionQuery): CompiledQuery {
   const scan =
     `SELECT ${scanUserColumns(q)}, toInt32(${index}(timestamp)) AS p, (${startSql}${inRange}) AS st, ${returnSql} AS rt ` +
     `FROM events WHERE ${source.where()}${returnsBound}${q.return === 'any' ? '' : ` AND (${startSql} OR ${returnSql})`}`;
-  const returns = returnPeriods(q, bag);
-  // c: the period of the first start event (period numbers are positive: 0 = none).
+  const periods = perUserPeriods(q, bag);
   const users = perUserSql(q, scan, {
-    known: `minIf(p, st) AS c, ${returns.aggregate} AS rp`,
-    having: 'c != 0',
+    known: periods.aggregates,
+    having: periods.having,
     // An anonymous user is one event: its period is its cohort's, so it is never a return.
     anonymousWhere: 'st',
   });
   const n = bag.add(q.periods, 'UInt32');
+  const cohorts = periods.c === 'c' ? users : `SELECT *, ${periods.c} AS c FROM (${users})`;
   return compiled(
     `SELECT grp, toString(${PERIOD_START_OF_INDEX[q.period]('c')}) AS cstart, count() AS users, ` +
-    `sumForEach(arrayMap(i -> toUInt64(${returns.has('i')}), range(1, ${n} + 1))) AS returned ` +
-    `FROM (${users}) ARRAY JOIN ${groupsSql(q, bag)} AS grp GROUP BY grp, c ORDER BY grp, c`,
+    `sumForEach(arrayMap(i -> toUInt64(${periods.has('i')}), range(1, ${n} + 1))) AS returned ` +
+    `FROM (${cohorts}) ARRAY JOIN ${groupsSql(q, bag)} AS grp GROUP BY grp, c ORDER BY grp, c`,
     bag,
   );
 }
