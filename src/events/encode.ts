@@ -17,7 +17,7 @@ import { claimKey, type ClaimKey } from '../claims/claims.ts';
 import { charCount } from '../chars.ts';
 import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { parseIsoMillis } from '../time/iso.ts';
-import { groupIdBytes, MAX_EVENT_AGE_MS, userIdBytes } from './rows.ts';
+import { groupIdBytes, MAX_EVENT_AGE_MS, propertyMapValue, userIdBytes } from './rows.ts';
 import { COPILOT_EVENT_NAMES, MAX_CHARS, MAX_EVENTS_PER_REQUEST, MAX_PROPERTIES_BYTES, parseEventBatch, type ParsedEvent } from './schema.ts';
 
 /** The claim key of a message id: MD5 of `org_id:message_id` (schema/060's DEFAULT computes the same in SQL). */
@@ -90,6 +90,7 @@ export const EVENT_COLUMNS = [
   'message_id',
   'message_key',
   'properties',
+  'property_map',
   'context_locale',
   'context_timezone',
   'event_name',
@@ -188,11 +189,14 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
       (keys ??= new Array<Buffer | undefined>(n).fill(undefined))[seq] = key;
     }
 
-    const properties = item.properties;
-    if (properties == null) w.string('{}');
-    else {
+    const properties = item.properties as Record<string, unknown> | null | undefined;
+    if (properties == null) {
+      w.string('{}');
+      w.varint(0);
+    } else {
       if (check && (typeof properties !== 'object' || Array.isArray(properties))) throw notPlain;
       if (w.string(JSON.stringify(properties)) > MAX_PROPERTIES_BYTES && check) throw notPlain;
+      writePropertyMap(w, properties);
     }
 
     const context = item.context as Record<string, unknown> | null | undefined;
@@ -268,6 +272,31 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
   const eventIds = Buffer.allocUnsafe(16 * n);
   for (let i = 0; i < n; i++) ids.copy(eventIds, 16 * i, 32 * i, 32 * i + 16);
   return new EventChunk(orgId, body, n, keys, eventIds, offsets);
+}
+
+/**
+ * `property_map` (Map(String, String): the number of entries, then each key and value) of
+ * rows.ts propertyMapValue: the typed values the reads filter and group on, computed here once
+ * rather than by the engine from the JSON text at every INSERT.
+ */
+function writePropertyMap(w: RowBinaryWriter, properties: Record<string, unknown>): void {
+  const keys = Object.keys(properties);
+  let entries = 0;
+  for (const key of keys) if (isMapped(properties[key])) entries++;
+  w.varint(entries);
+  if (entries === 0) return;
+  for (const key of keys) {
+    const value = propertyMapValue(properties[key]);
+    if (value === undefined) continue;
+    w.string(key);
+    w.string(value);
+  }
+}
+
+/** propertyMapValue gives a value (without building it). */
+function isMapped(value: unknown): boolean {
+  const type = typeof value;
+  return type === 'string' || type === 'number' || type === 'boolean' || (type === 'object' && value !== null);
 }
 
 /** `count` empty Strings. */

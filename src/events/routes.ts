@@ -47,9 +47,9 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> 
  * are: one raw body. The materialized views fill user_properties and group_memberships from the
  * same INSERT. Resolves once ClickHouse has acknowledged it.
  */
-export async function insertEvents(client: ClickHouseClient, chunks: readonly Buffer[]): Promise<void> {
+export async function insertEvents(client: ClickHouseClient, chunks: readonly Buffer[], table = 'events'): Promise<void> {
   const result = await client.exec({
-    query: INSERT_EVENTS,
+    query: table === 'events' ? INSERT_EVENTS : insertInto(table),
     values: Readable.from(chunks, { objectMode: false }),
     clickhouse_settings: {
       async_insert: 0,
@@ -66,7 +66,9 @@ export async function insertEvents(client: ClickHouseClient, chunks: readonly Bu
   for await (const _ of result.stream);
 }
 
-const INSERT_EVENTS = `INSERT INTO events (${EVENT_COLUMNS.join(', ')}) FORMAT RowBinary`;
+/** `table`: events, or a table of its columns (bench/ingest/structures.ts's variants). */
+const insertInto = (table: string) => `INSERT INTO ${table} (${EVENT_COLUMNS.join(', ')}) FORMAT RowBinary`;
+const INSERT_EVENTS = insertInto('events');
 
 /** POST /1.0/event, and the group committer its requests share (drained at shutdown). */
 export function eventsFeature(deps: AppDeps): Feature {

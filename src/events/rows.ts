@@ -209,6 +209,29 @@ export function toEventRows(orgId: string, events: readonly ParsedEvent[], recei
   });
 }
 
+/**
+ * What `events.property_map` holds for an event's properties (schema/141): one entry per
+ * top-level key whose value is not null, its value as a type letter then the value: 's' + the
+ * string, 'n' + the number's JSON text, 'b' + true/false, 'o' + the JSON text of an object or
+ * array. Numbers and objects are as JSON.stringify writes them into `properties`, so schema/141's
+ * DEFAULT (the same from the stored JSON text, for rows no service wrote) gives the same map.
+ */
+export function propertyMapValue(value: unknown): string | undefined {
+  switch (typeof value) {
+    case 'string':
+      return 's' + value;
+    case 'number':
+      return 'n' + JSON.stringify(value);
+    case 'boolean':
+      return value ? 'btrue' : 'bfalse';
+    case 'object':
+      return value === null ? undefined : 'o' + JSON.stringify(value);
+    default:
+      // undefined (JSON.stringify leaves such a key out of `properties` too).
+      return undefined;
+  }
+}
+
 function assertNever(value: never): never {
   throw new Error(`Unhandled event type: ${JSON.stringify(value)}`);
 }

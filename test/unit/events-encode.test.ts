@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { RowBinaryReader } from '../../src/clickhouse/rowbinary.ts';
 import { DomainError } from '../../src/errors.ts';
 import { encodeEventBatch, EVENT_COLUMNS, fastEncode, isoMillis, messageKey, type EventChunk } from '../../src/events/encode.ts';
-import { NIL_UUID, toEventRows, type EventRow } from '../../src/events/rows.ts';
+import { NIL_UUID, propertyMapValue, toEventRows, type EventRow } from '../../src/events/rows.ts';
 import { COPILOT_EVENT_NAMES, EVENT_TYPES, MAX_CHARS, parseEventBatch } from '../../src/events/schema.ts';
 import { formatDbDate, parseIsoMillis } from '../../src/time/iso.ts';
 
@@ -16,8 +16,14 @@ const TIMES = new Set(['received_at', 'timestamp']);
 
 /** The chunk's rows read back, in EventRow's shape, with each row's message key. */
 function decode(chunk: EventChunk): (EventRow & { message_key: string })[] {
+  return decodeWithMaps(chunk).rows;
+}
+
+/** decode, and each row's property_map as [key, value] entries. */
+function decodeWithMaps(chunk: EventChunk): { rows: (EventRow & { message_key: string })[]; maps: [string, string][][] } {
   const r = new RowBinaryReader(chunk.body);
   const rows: (EventRow & { message_key: string })[] = [];
+  const maps: [string, string][][] = [];
   while (!r.done) {
     const row: Record<string, unknown> = {};
     for (const column of EVENT_COLUMNS) {
@@ -26,12 +32,20 @@ function decode(chunk: EventChunk): (EventRow & { message_key: string })[] {
       else if (column === 'seq') row[column] = r.uint16();
       else if (column === 'anonymous') row[column] = r.uint8();
       else if (column === 'message_key') row[column] = r.bytes(16).toString('hex');
+      else if (column === 'property_map') maps.push(Array.from({ length: r.varint() }, () => [r.string(), r.string()]));
       else row[column] = r.string();
     }
     rows.push(row as unknown as EventRow & { message_key: string });
   }
-  return rows;
+  return { rows, maps };
 }
+
+/** The property_map entries of a row's properties (JSON text), by rows.ts's rule. */
+const mapOf = (properties: string): [string, string][] =>
+  Object.entries(JSON.parse(properties) as Record<string, unknown>).flatMap(([k, v]) => {
+    const value = propertyMapValue(v);
+    return value === undefined ? [] : [[k, value] as [string, string]];
+  });
 
 /** No lone surrogates: the body reader refuses them before any route sees them. */
 const wellFormed = (s: string) => (s as string & { isWellFormed(): boolean }).isWellFormed();
@@ -178,7 +192,7 @@ describe('events: one walk from the parsed body to RowBinary rows (encode.ts)', 
         expect(full.ok).to.equal(true);
         const chunk = (full as { value: EventChunk }).value;
         const expected = toEventRows(ORG, schema.value, RECEIVED);
-        const got = decode(chunk);
+        const { rows: got, maps } = decodeWithMaps(chunk);
         expect(got).to.have.length(expected.length);
         got.forEach((row, i) => {
           const want = expected[i];
@@ -187,6 +201,7 @@ describe('events: one walk from the parsed body to RowBinary rows (encode.ts)', 
           expect({ ...row, event_id: '', user_id: want.anonymous ? '' : row.user_id, message_key: '' }).to.deep.equal({ ...want, event_id: '', user_id: want.anonymous ? '' : want.user_id, message_key: '' });
           expect(row.message_key).to.equal(want.message_id === '' ? '00'.repeat(16) : messageKey(ORG, want.message_id).toString('hex'));
           if (want.message_id !== '') expect(chunk.eventId(i)).to.equal(row.event_id);
+          expect(maps[i]).to.deep.equal(mapOf(want.properties));
         });
         expect(chunk.rows).to.equal(expected.length);
         expect(chunk.keys === undefined).to.equal(expected.every((r) => r.message_id === ''));

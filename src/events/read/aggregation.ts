@@ -32,7 +32,6 @@ import { propertyValue, rawJsonValue } from './compile.ts';
 import { eventSelectionEntries } from './filters.ts';
 import { EventSource, type EventSelection } from './source.ts';
 import { hoursServe, hoursSource, planEdges } from './hours.ts';
-import { compileUsersFromWeeks, weeksServe } from './user-weeks.ts';
 import { maxChars } from '../../chars.ts';
 
 export type EventGroupByRule =
@@ -110,14 +109,9 @@ function hoursAnswer(selection: EventSelection, rules: readonly EventGroupByRule
 
 /**
  * The ranked-bucket query (src/query/ranked-buckets.ts) over the guarded source and the joins the
- * levels need; over the hours (hours.ts) when they answer it, and for unique users per date
- * bucket over the weeks (user-weeks.ts). `hours: false` forces the rows.
+ * levels need; over the hours (hours.ts) when they answer it. `hours: false` forces the rows.
  */
 export function compileEventAggregation(selection: EventSelection, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: { hours?: boolean } = {}): CompiledQuery {
-  if (options.hours !== false && metrics.includes('unique_users') && weeksServe(selection, rules.length, plans[0])) {
-    const fromWeeks = compileUsersFromWeeks(selection, plans[0]);
-    if (fromWeeks) return fromWeeks;
-  }
   const bag = new ParamBag();
   const source = new EventSource(selection, bag);
   const limit = () => bag.add(MAX_TERMS_BUCKETS, 'UInt32');

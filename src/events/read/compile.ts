@@ -1,8 +1,8 @@
 /**
- * Pure compiler: event filter nodes -> SQL conditions over `events` (schema/002, 090). Values only
+ * Pure compiler: event filter nodes -> SQL conditions over `events` (schema/002, 141). Values only
  * travel as query parameters; the only text spliced into SQL is column names, operators and type
- * literals from this file, and a property's subcolumn name, which is the hex of its key (schema/090:
- * `property_values.k<hex>`, so nothing of the key but [0-9a-f] reaches the SQL text). The user's
+ * literals from this file, and a property's key as the hex of its bytes (`unhex('<hex>')`, so
+ * nothing of the key but [0-9a-f] reaches the SQL text). The user's
  * current properties and groups are read through the scoped sub-selects of EventSource (org guard
  * included).
  */
@@ -72,11 +72,11 @@ export interface JsonValueSql {
 }
 
 /**
- * A top-level key of the event's `properties`, read from its typed subcolumn (schema/090): '' when
+ * A top-level key of the event's `properties`, looked up in `property_map` (schema/141): '' when
  * the key is absent or null, otherwise a type tag (s, n, b, o) and the value.
  */
 export function propertyValue(key: string): JsonValueSql {
-  const v = `ifNull(property_values.k${Buffer.from(key, 'utf8').toString('hex')}.:String, '')`;
+  const v = `property_map[unhex('${Buffer.from(key, 'utf8').toString('hex')}')]`;
   const body = `substring(${v}, 2)`;
   return {
     isNull: `${v} = ''`,
