@@ -211,7 +211,10 @@ async function runPhase(svc: { url: string; proc: ChildProcess }, client: ClickH
     cpu_us_per_record: { service: perRecord(cpu1.service! - cpu0.service!), engine: perRecord(cpu1.engine! - cpu0.engine!) },
     stored: { rows: stored.rows, distinct_ids: stored.ids, expected: distinctIds },
     load_average: { before: load0.map((x) => round(x, 2)), after: load1.map((x) => round(x, 2)) },
-    statements: await statements(client, wall0, wall1).catch(() => []),
+    statements: await statements(client, wall0, wall1).catch((err) => {
+      log(`engine statements not read: ${String(err)}`);
+      return [];
+    }),
   };
 }
 
