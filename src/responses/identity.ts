@@ -73,15 +73,16 @@ export async function storedIdentities(client: ClickHouseClient, orgId: string, 
 
 /**
  * Steps 1-4 of the header for the batch's ids (lower case, each with its first record's identity):
- * the identity every writer of them agrees on. `checkMoves` sees the identities known before
- * anything is claimed, and throws to refuse the batch.
+ * the identity every writer of them agrees on. `refuse` sees the identities known before anything
+ * is claimed, and returns the ids of the records it refuses (a 400 for their request): those are
+ * not claimed.
  */
 export async function agree(
   client: ClickHouseClient,
   view: ClaimView,
   orgId: string,
   wanted: ReadonlyMap<string, Identity>,
-  checkMoves: (known: ReadonlyMap<string, Identity>) => void,
+  refuse: (known: ReadonlyMap<string, Identity>) => Iterable<string>,
 ): Promise<Map<string, Identity>> {
   const org = orgId.toLowerCase();
   const ordered = view.ordered;
@@ -91,7 +92,7 @@ export async function agree(
   const maybe = ordered ? [...wanted.keys()].filter((id) => view.mayHold(keys.get(id)!)) : [...wanted.keys()];
   const known = await storedIdentities(client, orgId, maybe);
   const claims = new Map([...wanted].filter(([id]) => !known.has(id)));
-  checkMoves(new Map([...known, ...claims]));
+  for (const id of refuse(new Map([...known, ...claims]))) claims.delete(id);
   if (claims.size === 0) return known;
   const claim = randomUUID();
   if (ordered) for (const id of claims.keys()) view.add(keys.get(id)!, 0);

@@ -64,49 +64,78 @@ export interface WriteDeps {
   claims: ClaimView;
 }
 
+/** One request of a group write: its records, and what is decided for it on the way. */
+interface Member {
+  records: readonly ResponseRecord[];
+  /** Its 400, once a record of it is refused: nothing of it is stored from then on. */
+  refusal?: Error;
+  /** Its records that no known tombstone refuses, as stored (created_at fixed to the identity). */
+  stored: ResponseRecord[];
+}
+
 /**
- * Upserts parsed records for the org; returns how many were written. Throws 400 (nothing stored)
- * when a record would move an existing response to another survey.
+ * Upserts the records of several requests of one org (their ids disjoint: write-group.ts gathers
+ * them so) in one pass of the steps of docs/architecture.md: one set of statements for the group.
+ * Returns per request how many were written, or its 400 (a record that would move a response to
+ * another survey: nothing of that request is stored, the others are). A failure of the engine
+ * throws, for every request.
  */
-export async function insertResponses(db: Database, orgId: string, batch: readonly ResponseRecord[], deps: WriteDeps): Promise<number> {
+export async function insertGroup(db: Database, orgId: string, batches: readonly (readonly ResponseRecord[])[], deps: WriteDeps): Promise<Array<number | Error>> {
   const { rollups } = deps;
   const client = db.client();
   const org = orgId.toLowerCase();
-  const batchIds = [...new Set(batch.map((r) => r.id.toLowerCase()))];
+  const batchIds = [...new Set(batches.flatMap((batch) => batch.map((r) => r.id.toLowerCase())))];
   return withIdLocks(batchIds.map((id) => `${org}/${id}`), async () => {
     // A deleted response (schema/040) does not come back through a version from before its
     // deletion: such records are acknowledged and dropped (tombstones.ts). One of them may be the
     // retry of a write that stored it past a concurrent deletion and died before step 7 below:
     // what such a write left is taken back here, before the answer (take-back.ts).
     const tombstones = await deps.tombstones.known(org, batchIds);
-    const records: ResponseRecord[] = [];
     const refused: TombstoneMap = new Map();
-    for (const r of batch) {
-      const id = r.id.toLowerCase();
-      const deletedAt = tombstones.get(id);
-      if (notDeleted(r, deletedAt)) records.push(r);
-      else refused.set(id, deletedAt!);
-    }
-    await takeBackRefused(db, org, rollups, refused);
-    if (records.length === 0) return 0;
-    const ids = [...new Set(records.map((r) => r.id.toLowerCase()))];
-    // The identity of each id (identity.ts): the first record of a new id claims it for the batch.
-    // A record that moves a response to another survey (a stored one, or one claimed earlier in
-    // the batch) is refused before anything, even a claim, is written.
-    const wanted = new Map<string, Identity>();
-    for (const record of records) {
-      const id = record.id.toLowerCase();
-      if (!wanted.has(id)) wanted.set(id, { survey_id: record.survey_id.toLowerCase(), created_at: apiToDb(record.created_at) });
-    }
-    const known = await agree(client, deps.claims, orgId, wanted, (before) => throwSurveyMoves(records, before));
-    // Again with the agreed identities: only a concurrent writer that claimed an id first, for
-    // another survey, fails here.
-    throwSurveyMoves(records, known);
-    // The records as stored: created_at fixed to the id's identity (column and doc alike).
-    const stored = records.map((record) => {
-      const identity = known.get(record.id.toLowerCase())!;
-      return identity.created_at === apiToDb(record.created_at) ? record : { ...record, created_at: dbToApi(identity.created_at) };
+    const members: Member[] = batches.map((records) => {
+      const kept: ResponseRecord[] = [];
+      for (const r of records) {
+        const id = r.id.toLowerCase();
+        const deletedAt = tombstones.get(id);
+        if (notDeleted(r, deletedAt)) kept.push(r);
+        else refused.set(id, deletedAt!);
+      }
+      return { records: kept, stored: [] };
     });
+    await takeBackRefused(db, org, rollups, refused);
+    const live = () => members.filter((m) => m.refusal === undefined && m.records.length > 0);
+    if (live().length === 0) return members.map(() => 0);
+    // The identity of each id (identity.ts): the first record of a new id claims it. A request
+    // with a record that moves a response to another survey (a stored one, or one claimed earlier
+    // in the request) is refused before anything of it, even a claim, is written.
+    const wanted = new Map<string, Identity>();
+    for (const m of live()) {
+      for (const record of m.records) {
+        const id = record.id.toLowerCase();
+        if (!wanted.has(id)) wanted.set(id, { survey_id: record.survey_id.toLowerCase(), created_at: apiToDb(record.created_at) });
+      }
+    }
+    const known = await agree(client, deps.claims, orgId, wanted, (before) => {
+      const left: string[] = [];
+      for (const m of live()) {
+        m.refusal = surveyMoves(m.records, before);
+        if (m.refusal) left.push(...m.records.map((r) => r.id.toLowerCase()));
+      }
+      return left;
+    });
+    // Again with the agreed identities: only a concurrent writer that claimed an id first, for
+    // another survey, refuses a request here.
+    for (const m of live()) m.refusal = surveyMoves(m.records, known);
+    const writing = live();
+    if (writing.length === 0) return members.map((m) => m.refusal ?? 0);
+    // The records as stored: created_at fixed to the id's identity (column and doc alike).
+    for (const m of writing) {
+      m.stored = m.records.map((record) => {
+        const identity = known.get(record.id.toLowerCase())!;
+        return identity.created_at === apiToDb(record.created_at) ? record : { ...record, created_at: dbToApi(identity.created_at) };
+      });
+    }
+    const stored = writing.flatMap((m) => m.stored);
     const rows = stored.map((r) => ({ id: r.id, survey_id: r.survey_id, created_at: apiToDb(r.created_at) }));
     const body = encodeResponses(stored, orgId);
     // The rollup slices of the rows as stored are marked pending before the write and recomputed
@@ -119,21 +148,23 @@ export async function insertResponses(db: Database, orgId: string, batch: readon
     } finally {
       rollups.written(org, slices);
     }
-    await holdAfterInsert(ids);
+    await holdAfterInsert(rows.map((r) => r.id.toLowerCase()));
     // A deletion in another process between the check above and the INSERT: take back what it
     // deleted (the locks above only order this process's writes and deletions).
-    const later = await deps.tombstones.since(org, oldestUpdate(records));
+    const later = await deps.tombstones.since(org, oldestUpdate(stored));
     const refusedLater: TombstoneMap = new Map();
-    let undone = 0;
-    for (const record of records) {
-      const id = record.id.toLowerCase();
-      const deletedAt = later.get(id);
-      if (deletedAt === undefined || deletedAt === tombstones.get(id) || notDeleted(record, deletedAt)) continue;
-      refusedLater.set(id, deletedAt);
-      undone++;
+    const undone = new Map<Member, number>();
+    for (const m of writing) {
+      for (const record of m.stored) {
+        const id = record.id.toLowerCase();
+        const deletedAt = later.get(id);
+        if (deletedAt === undefined || deletedAt === tombstones.get(id) || notDeleted(record, deletedAt)) continue;
+        refusedLater.set(id, deletedAt);
+        undone.set(m, (undone.get(m) ?? 0) + 1);
+      }
     }
     await takeBackRefused(db, org, rollups, refusedLater);
-    return rows.length - undone;
+    return members.map((m) => m.refusal ?? m.stored.length - (undone.get(m) ?? 0));
   });
 }
 
@@ -149,8 +180,8 @@ function notDeleted(record: ResponseRecord, deletedAt: string | undefined): bool
   return deletedAt === undefined || apiToDb(record.updated_at) > deletedAt;
 }
 
-/** Throws 400 naming every record whose survey differs from its id's known identity. */
-function throwSurveyMoves(records: readonly ResponseRecord[], known: ReadonlyMap<string, Identity>): void {
+/** The 400 naming every record whose survey differs from its id's known identity, if any. */
+function surveyMoves(records: readonly ResponseRecord[], known: ReadonlyMap<string, Identity>): Error | undefined {
   const issues: Issue[] = [];
   records.forEach((record, i) => {
     const identity = known.get(record.id.toLowerCase());
@@ -158,5 +189,5 @@ function throwSurveyMoves(records: readonly ResponseRecord[], known: ReadonlyMap
       issues.push({ path: `[${i}].survey_id`, message: `response ${record.id} belongs to survey ${identity.survey_id}; a response cannot move to another survey` });
     }
   });
-  if (issues.length > 0) throw invalid('Invalid response records', issues);
+  return issues.length > 0 ? invalid('Invalid response records', issues) : undefined;
 }

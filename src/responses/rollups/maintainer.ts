@@ -1,12 +1,12 @@
 /**
  * Rollup maintenance behind the API writer, off the write's path and coalesced.
  *
- * A write marks its hour slices pending (+1 each) before it writes, and is acknowledged once its
- * rows are committed. The recompute of its slices happens here, after the acknowledgement: every
- * slice written since the last round is recomputed once, however many writes touched it, and
- * then its marks are taken back (minus the number of writes that marked it). Readers serve a
- * slice from the rollup only while its marks sum to 0 (read.ts), so every answer after the 200
- * is exact whether or not the recompute has run yet; what the recompute buys is speed.
+ * A write marks its hour slices pending before it writes, and is acknowledged once its rows are
+ * committed. The recompute of its slices happens here, after the acknowledgement: every slice
+ * written since the last round is recomputed once, however many writes touched it, and then its
+ * marks are taken back. Readers serve a slice from the rollup only while its marks sum to 0
+ * (read.ts), so every answer after the 200 is exact whether or not the recompute has run yet;
+ * what the recompute buys is speed.
  *
  * Why not in the write's path: the three recompute statements (hour, day, month, each an
  * INSERT ... SELECT over FINAL) cost more engine CPU than the write itself, per batch and whatever
@@ -14,15 +14,22 @@
  * stream of batches into the same hours would recompute the same slices once per batch. Here a
  * round covers every batch that arrived during the previous one.
  *
+ * One mark per slice and process, shared by its writes: a slice this process holds a committed
+ * mark on (not yet taken back) is already pending for every reader, so a write into it adds no
+ * mark of its own; only a slice without one gets +1 (in one INSERT per write, awaited by every
+ * write that needs it). Per slice the process counts the writes between their mark and their end
+ * (`writing`) and the writes ended (`version`). A round recomputes the slices queued that no write
+ * is writing into (a recompute under a write in flight could not take the mark back: the write
+ * keeps the slice pending anyway), then takes back a slice's mark only if, once the recompute is
+ * done, no write is in flight and none ended since the round's snapshot: every write into it was
+ * committed before the recompute started reading survey_responses FINAL. Otherwise the mark stays
+ * and the slice waits for the round after its writes. A write that needs a mark while one is being
+ * taken back waits for the take-back, then adds its own. So the mark is in place from before any
+ * write's INSERT until after a recompute that saw it, as the invariant of pending.ts requires.
+ *
  * Pacing: under a writer that never pauses, rounds would run back to back, each re-reading every
  * slice written during the one before; the next round waits as long as the last one took, so a
  * round covers the writes of twice its time and recomputes use at most half of it.
- *
- * Correctness of the coalescing: a round snapshots the slices and their mark counts, then starts
- * the recompute, which reads survey_responses FINAL as of its start and so includes every write
- * in the snapshot (each was committed before it entered the snapshot). A write that commits
- * during the round is in the next snapshot and keeps its own mark until the next round: the
- * count of marks never drops below the number of writes not yet recomputed.
  *
  * A failed round (engine down) puts its slices back and is retried after RETRY_MS; until then
  * they are read from the raw table.
@@ -50,15 +57,28 @@ const TAKEOVER_MS = 30_000;
 /** At shutdown: how long the cut round may take to end, and the stop record to be written. */
 const ABANDON_WAIT_MS = 2_000;
 
-interface Dirty {
+/** This process's state of one hour slice: kept while it holds a mark or a write is in it. */
+interface SliceState {
   slice: HourSlice;
-  /** Pending marks added by the writes waiting for this recompute. */
+  /** Marks of this owner on the slice, committed and not taken back. */
   marks: number;
+  /** The +1 being added (writes that need the mark await it). */
+  marking: Promise<void> | undefined;
+  /** The take-back being written (a write that needs a mark awaits it, then adds its own). */
+  takingBack: Promise<void> | undefined;
+  /** Writes between their mark and their end. */
+  writing: number;
+  /** Writes ended (one more at each `written`). */
+  version: number;
+  /** Waiting for a round (a write ended since the last recompute that covered it). */
+  queued: boolean;
 }
 
 export class RollupMaintainer {
-  /** org -> "survey/hour" -> the slice and its marks. */
-  private dirty = new Map<string, Map<string, Dirty>>();
+  /** org -> "survey/hour" -> the slice's state. */
+  private slices = new Map<string, Map<string, SliceState>>();
+  /** Slices queued for a round, by org. */
+  private queued = new Map<string, Set<SliceState>>();
   private running: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
   private readonly idleWaiters: Array<() => void> = [];
@@ -136,15 +156,43 @@ export class RollupMaintainer {
     this.stats.takenOver += owners.length;
   }
 
-  /** Marks the slices pending: before the write, so that no reader trusts them from then on. */
+  /**
+   * Marks the slices pending: before the write, so that no reader trusts them from then on. Adds
+   * +1 only to the slices this process holds no mark on (the header); resolves once every slice
+   * holds a committed mark.
+   */
   async mark(orgId: string, slices: readonly HourSlice[]): Promise<void> {
     if (slices.length === 0) return;
     this.inFlight++;
+    const states = slices.map((slice) => this.stateOf(orgId, slice));
+    for (const st of states) st.writing++;
     try {
       // Registered first, so that whoever finds these marks after a crash can tell they are ours.
       await this.register();
-      await addMarks(this.client(), orgId, slices.map((slice) => ({ slice, marks: 1 })), this.self.owner);
+      for (;;) {
+        const waits: Promise<unknown>[] = [];
+        const need: SliceState[] = [];
+        for (const st of states) {
+          if (st.takingBack) waits.push(st.takingBack.catch(() => {}));
+          else if (st.marking) waits.push(st.marking.catch(() => {}));
+          else if (st.marks <= 0) need.push(st);
+        }
+        if (need.length === 0 && waits.length === 0) return;
+        if (need.length > 0) {
+          const adding = addMarks(this.client(), orgId, need.map((st) => ({ slice: st.slice, marks: 1 })), this.self.owner).then(() => {
+            for (const st of need) st.marks++;
+          });
+          const settled = adding.finally(() => {
+            for (const st of need) if (st.marking === settled) st.marking = undefined;
+          });
+          for (const st of need) st.marking = settled;
+          waits.push(settled);
+        }
+        await Promise.all(waits);
+      }
     } catch (err) {
+      for (const st of states) st.writing--;
+      for (const st of states) this.forgetIfIdle(orgId, st);
       this.ended();
       throw err;
     }
@@ -154,29 +202,58 @@ export class RollupMaintainer {
     if (--this.inFlight === 0) for (const wake of this.inFlightWaiters.splice(0)) wake();
   }
 
+  private stateOf(orgId: string, slice: HourSlice): SliceState {
+    let org = this.slices.get(orgId);
+    if (!org) this.slices.set(orgId, (org = new Map()));
+    const key = `${slice.surveyId}/${slice.hour}`;
+    let st = org.get(key);
+    if (!st) org.set(key, (st = { slice, marks: 0, marking: undefined, takingBack: undefined, writing: 0, version: 0, queued: false }));
+    return st;
+  }
+
+  /** Drops the state of a slice nothing holds any more. */
+  private forgetIfIdle(orgId: string, st: SliceState) {
+    if (st.marks !== 0 || st.marking || st.takingBack || st.writing > 0 || st.queued) return;
+    const org = this.slices.get(orgId);
+    const key = `${st.slice.surveyId}/${st.slice.hour}`;
+    if (org?.get(key) !== st) return;
+    org.delete(key);
+    if (org.size === 0) this.slices.delete(orgId);
+  }
+
+  private enqueue(orgId: string, st: SliceState) {
+    st.queued = true;
+    let set = this.queued.get(orgId);
+    if (!set) this.queued.set(orgId, (set = new Set()));
+    set.add(st);
+  }
+
   /**
    * After the write (committed, or failed after marking: the recompute is right whatever the write
-   * left): queues the slices' recompute, which takes their marks back.
+   * left): queues the slices' recompute, which takes their mark back.
    */
   written(orgId: string, slices: readonly HourSlice[]): void {
     if (slices.length === 0) return;
     this.ended();
-    if (this.abandoned) return;
-    let org = this.dirty.get(orgId);
-    if (!org) this.dirty.set(orgId, (org = new Map()));
     for (const slice of slices) {
-      const key = `${slice.surveyId}/${slice.hour}`;
-      const entry = org.get(key);
-      if (entry) entry.marks++;
-      else org.set(key, { slice, marks: 1 });
+      const st = this.stateOf(orgId, slice);
+      st.writing--;
+      st.version++;
+      if (!this.abandoned) this.enqueue(orgId, st);
     }
     // Shutting down: queued for the drain to abandon, not started (a round would be cut anyway).
-    if (!this.closing) this.schedule(GATHER_MS);
+    if (!this.closing && !this.abandoned) this.schedule(GATHER_MS);
+  }
+
+  /** Slices queued that a round can take now: no write is in them. */
+  private get ready(): boolean {
+    for (const set of this.queued.values()) for (const st of set) if (st.writing === 0 && !st.takingBack) return true;
+    return false;
   }
 
   /** Resolves once every write queued so far is recomputed (or its round failed and was retried). */
   settle(): Promise<void> {
-    if (!this.running && !this.timer && this.dirty.size === 0) return Promise.resolve();
+    if (!this.running && !this.timer && this.queued.size === 0) return Promise.resolve();
     if (this.timer) this.schedule(0);
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
@@ -192,8 +269,9 @@ export class RollupMaintainer {
     clearInterval(this.checking);
     if (this.inFlight > 0) await new Promise<void>((resolve) => this.inFlightWaiters.push(resolve));
     this.abandoned = true;
-    const queued = [...this.dirty.values()].reduce((n, org) => n + org.size, 0);
-    this.dirty.clear();
+    const queued = [...this.queued.values()].reduce((n, org) => n + org.size, 0);
+    for (const set of this.queued.values()) for (const st of set) st.queued = false;
+    this.queued.clear();
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     const running = this.running;
@@ -237,45 +315,60 @@ export class RollupMaintainer {
         // Paced: the next round waits as long as this one took (at least GATHER_MS), so that
         // recomputes take at most half of the time of a writer that never pauses, each covering
         // the writes of twice as long (a round's cost follows its slices, not their writes).
-        if (this.dirty.size > 0) this.schedule(ok ? Math.max(GATHER_MS, Date.now() - started) : RETRY_MS);
-        else for (const wake of this.idleWaiters.splice(0)) wake();
+        if (this.ready) this.schedule(ok ? Math.max(GATHER_MS, Date.now() - started) : RETRY_MS);
+        else if (this.queued.size === 0) for (const wake of this.idleWaiters.splice(0)) wake();
       });
     }, delayMs);
     this.timer.unref();
   }
 
-  /** Recomputes every slice queued now: true, or false when it failed (the slices wait RETRY_MS). */
+  /**
+   * Recomputes every slice queued now that no write is in, then takes back the marks it may (the
+   * header): true, or false when it failed (the slices wait RETRY_MS).
+   */
   private async round(): Promise<boolean> {
-    const round = this.dirty;
-    this.dirty = new Map();
     this.stats.rounds++;
     let failed = false;
-    for (const [orgId, entries] of round) {
-      const list = [...entries.values()];
+    for (const [orgId, set] of [...this.queued]) {
+      const taken = [...set].filter((st) => st.writing === 0 && !st.takingBack);
+      if (taken.length === 0) continue;
+      const versions = new Map(taken.map((st) => [st, st.version]));
+      for (const st of taken) {
+        st.queued = false;
+        set.delete(st);
+      }
+      if (set.size === 0) this.queued.delete(orgId);
       try {
         const client = this.client();
-        await recomputeSlices(client, orgId, list.map((d) => d.slice), this.queryIdPrefix);
+        await recomputeSlices(client, orgId, taken.map((st) => st.slice), this.queryIdPrefix);
         // Cut at shutdown: the marks stay, for whoever takes this owner over.
         if (this.abandoned) return false;
-        await addMarks(client, orgId, list.map((d) => ({ slice: d.slice, marks: -d.marks })), this.self.owner);
-        this.stats.recomputedSlices += list.length;
+        this.stats.recomputedSlices += taken.length;
+        // Decided and started in one synchronous step: a write that comes after waits for it.
+        const back = taken.filter((st) => st.writing === 0 && st.version === versions.get(st) && st.marks > 0 && !st.marking);
+        if (back.length > 0) await this.takeBack(client, orgId, back);
       } catch (err) {
         if (this.abandoned) return false;
         failed = true;
         this.stats.failures++;
-        this.log.warn({ msg: 'rollup recompute failed; its hours are read from the raw table until it succeeds', orgId, slices: list.length, err: String(err) });
-        for (const d of list) this.requeue(orgId, d);
+        this.log.warn({ msg: 'rollup recompute failed; its hours are read from the raw table until it succeeds', orgId, slices: taken.length, err: String(err) });
+        for (const st of taken) this.enqueue(orgId, st);
       }
+      for (const st of taken) this.forgetIfIdle(orgId, st);
     }
     return !failed;
   }
 
-  private requeue(orgId: string, d: Dirty) {
-    let org = this.dirty.get(orgId);
-    if (!org) this.dirty.set(orgId, (org = new Map()));
-    const key = `${d.slice.surveyId}/${d.slice.hour}`;
-    const entry = org.get(key);
-    if (entry) entry.marks += d.marks;
-    else org.set(key, { ...d });
+  /** Takes back this owner's marks on the slices (recomputed, no write in them since). */
+  private async takeBack(client: ClickHouseClient, orgId: string, states: SliceState[]): Promise<void> {
+    const deltas = states.map((st) => ({ slice: st.slice, marks: -st.marks }));
+    const writing = addMarks(client, orgId, deltas, this.self.owner).then(() => {
+      states.forEach((st, i) => (st.marks += deltas[i].marks));
+    });
+    const settled = writing.finally(() => {
+      for (const st of states) if (st.takingBack === settled) st.takingBack = undefined;
+    });
+    for (const st of states) st.takingBack = settled;
+    await settled;
   }
 }

@@ -1,0 +1,108 @@
+/**
+ * Group commit of survey-response writes: the requests of one organization that arrive while its
+ * writes are in flight are written together, in one pass of the write's steps (`insertGroup`,
+ * store.ts): one tombstone check, one identity lookup, one claim, one mark, one INSERT and one
+ * check after it for the group, instead of one set per request. Each request still gets its own
+ * answer: its count, its 400, or the group's 503.
+ *
+ * A group holds whole requests whose ids are disjoint, in arrival order: a request that shares an
+ * id with one taken into the group, or with one it leaves waiting, waits for the next group, so
+ * two requests with a common id are written in the order they arrived (as the per-id locks of
+ * store.ts order them across groups in flight). Up to MAX_GROUPS_IN_FLIGHT groups per
+ * organization run at once: a request that arrives with fewer in flight starts at once (no delay
+ * is added to a lone request); under load, requests gather while the groups in flight run, and
+ * the next group takes them all, up to MAX_GROUP_RECORDS records.
+ */
+import type { ResponseRecord } from './record.ts';
+
+/** Groups of one organization written at once. */
+const MAX_GROUPS_IN_FLIGHT = 2;
+/** Records of one group (whole requests; a request alone may hold more, up to its own limit). */
+const MAX_GROUP_RECORDS = 10_000;
+
+interface Waiting {
+  records: readonly ResponseRecord[];
+  ids: readonly string[];
+  resolve: (count: number) => void;
+  reject: (err: unknown) => void;
+}
+
+/** Writes one group (records of disjoint requests): per request its count or its 400. */
+export type WriteGroup = (orgId: string, batches: readonly (readonly ResponseRecord[])[]) => Promise<Array<number | Error>>;
+
+export class ResponseWriteQueue {
+  /** org (lower case) -> requests waiting, in arrival order. */
+  private readonly waiting = new Map<string, Waiting[]>();
+  private readonly inFlight = new Map<string, number>();
+
+  constructor(private readonly write: WriteGroup) {}
+
+  /** Resolves with the number of records written once the request's group is committed and checked. */
+  submit(orgId: string, records: readonly ResponseRecord[]): Promise<number> {
+    const org = orgId.toLowerCase();
+    const ids = [...new Set(records.map((r) => r.id.toLowerCase()))];
+    return new Promise<number>((resolve, reject) => {
+      let queue = this.waiting.get(org);
+      if (!queue) this.waiting.set(org, (queue = []));
+      queue.push({ records, ids, resolve, reject });
+      this.pump(orgId, org);
+    });
+  }
+
+  private pump(orgId: string, org: string): void {
+    for (;;) {
+      const queue = this.waiting.get(org);
+      if (!queue || queue.length === 0) {
+        this.waiting.delete(org);
+        return;
+      }
+      const running = this.inFlight.get(org) ?? 0;
+      if (running >= MAX_GROUPS_IN_FLIGHT) return;
+      const group = takeGroup(queue);
+      this.inFlight.set(org, running + 1);
+      void this.run(orgId, group).finally(() => {
+        const left = (this.inFlight.get(org) ?? 1) - 1;
+        if (left === 0) this.inFlight.delete(org);
+        else this.inFlight.set(org, left);
+        this.pump(orgId, org);
+      });
+    }
+  }
+
+  private async run(orgId: string, group: Waiting[]): Promise<void> {
+    try {
+      const outcomes = await this.write(orgId, group.map((w) => w.records));
+      group.forEach((w, i) => {
+        const outcome = outcomes[i];
+        if (outcome instanceof Error) w.reject(outcome);
+        else w.resolve(outcome);
+      });
+    } catch (err) {
+      for (const w of group) w.reject(err);
+    }
+  }
+}
+
+/**
+ * Takes the group out of the queue (see the header): the first request always, then each later
+ * one whose ids meet none taken or left before it, while the records fit.
+ */
+function takeGroup(queue: Waiting[]): Waiting[] {
+  const group: Waiting[] = [];
+  const seen = new Set<string>();
+  let records = 0;
+  const left: Waiting[] = [];
+  for (const w of queue) {
+    const fits = group.length === 0 || records + w.records.length <= MAX_GROUP_RECORDS;
+    const disjoint = w.ids.every((id) => !seen.has(id));
+    if (fits && disjoint) {
+      group.push(w);
+      records += w.records.length;
+    } else {
+      left.push(w);
+    }
+    for (const id of w.ids) seen.add(id);
+  }
+  queue.splice(0, queue.length, ...left);
+  return group;
+}
