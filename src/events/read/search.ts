@@ -21,7 +21,7 @@ import { jsonObject } from '../../validation.ts';
 import { decodeCursor, encodeCursor, type EventPosition } from './cursor.ts';
 import { eventSelectionEntries } from './filters.ts';
 import { EVENT_COLUMNS, toEventRecord, type EventReadRow, type EventRecord } from './record.ts';
-import { EventSource, type EventSelection } from './source.ts';
+import { daysFrom, daysTo, EventSource, type EventSelection } from './source.ts';
 import { hoursServe, hoursSource } from './hours.ts';
 import { parseInstantMicros } from '../../query/histogram.ts';
 
@@ -57,12 +57,12 @@ export interface EventSearchResult {
 /** Ordering of every event read: newest first, ties by reception, item index, id. */
 export const EVENT_ORDER = 'timestamp DESC, received_at DESC, seq DESC, event_id DESC';
 
-/** Strictly after `after` in EVENT_ORDER (the `timestamp <=` lets the sorting key prune days). */
+/** Strictly after `after` in EVENT_ORDER (its day bound lets the sorting key prune days). */
 function afterSql(after: EventPosition | undefined, bag: ParamBag): string {
   if (!after) return '';
   const t = bag.add(after.timestamp, "DateTime64(3, 'UTC')");
   return (
-    ` AND timestamp <= ${t} AND (timestamp, received_at, seq, event_id) < ` +
+    ` AND ${daysTo(after.timestamp, bag)} AND timestamp <= ${t} AND (timestamp, received_at, seq, event_id) < ` +
     `(${t}, ${bag.add(after.received_at, "DateTime64(3, 'UTC')")}, ${bag.add(after.seq, 'UInt16')}, ${bag.add(after.event_id, 'UUID')})`
   );
 }
@@ -97,7 +97,7 @@ export function compileEventPage(input: EventSelection & { after?: EventPosition
   const bag = new ParamBag();
   const source = new EventSource(input, bag);
   const from = source.from();
-  const window = windowStart === undefined ? '' : ` AND timestamp >= ${bag.add(windowStart, DT64)}`;
+  const window = windowStart === undefined ? '' : ` AND ${daysFrom(windowStart, bag)} AND timestamp >= ${bag.add(windowStart, DT64)}`;
   return compiled(
     `SELECT ${EVENT_COLUMNS.join(', ')} ${from}${afterSql(input.after, bag)}${window} ORDER BY ${EVENT_ORDER} LIMIT ${bag.add(limit, 'UInt32')}`,
     bag,

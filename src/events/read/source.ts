@@ -4,13 +4,21 @@
  * table joined to it (the users' current properties, their current group memberships) is read
  * through the same organization placeholder, so no query can forget it on any table it reads.
  */
-import type { ParamBag } from '../../clickhouse/sql.ts';
+import { DT64, type ParamBag } from '../../clickhouse/sql.ts';
 import { TenantOrg } from '../../clickhouse/tenant.ts';
 import { compileFilters, compileSelectionWhere, type ReadSelection } from '../../query/selection.ts';
 import type { CohortNode } from '../analysis/cohort.ts';
 import { cohortCondition } from '../analysis/cohort-sql.ts';
 import { compileEventFilter } from './compile.ts';
 import type { EventFilterNode } from './filters.ts';
+
+/**
+ * The days of an instant bound, as a condition on `toDate(timestamp)`: implied by the same bound on
+ * `timestamp` (so the answer is the same), and what lets the engine prune by the sorting key
+ * (org_id, toDate(timestamp), ...), which it does not derive from a condition on `timestamp` alone.
+ */
+export const daysFrom = (instant: string, bag: ParamBag) => `toDate(timestamp) >= toDate(${bag.add(instant, DT64)})`;
+export const daysTo = (instant: string, bag: ParamBag) => `toDate(timestamp) <= toDate(${bag.add(instant, DT64)})`;
 
 /** The selection of an event read: organization, filters, range on `timestamp`, and a feedback cohort (src/events/analysis/cohort.ts). */
 export type EventSelection = ReadSelection<EventFilterNode> & { cohort?: CohortNode };
@@ -25,10 +33,13 @@ export class EventSource {
     this.org = new TenantOrg(selection.orgId, bag);
   }
 
-  /** The WHERE expression: org first, the cohort's users, then the timestamp range, then the filters joined by filtersBool. */
+  /** The WHERE expression: org first, the cohort's users, the range's days, then the timestamp range, then the filters joined by filtersBool. */
   where(): string {
     const cohortEvents = (selection: EventSelection) => new EventSource(selection, this.bag).from();
     const extra = this.selection.cohort ? [cohortCondition(this.selection.orgId, this.selection.cohort, this.bag, cohortEvents)] : [];
+    const { start, end } = this.selection.range ?? {};
+    if (start !== undefined) extra.push(daysFrom(start, this.bag));
+    if (end !== undefined) extra.push(daysTo(end, this.bag));
     return compileSelectionWhere(this.selection, this.bag, { org: this.org, table: 'events', time: 'timestamp', extra, filter: (f) => compileEventFilter(f, this) });
   }
 
