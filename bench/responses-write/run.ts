@@ -172,7 +172,32 @@ async function statements(client: ClickHouseClient, fromMs: number, toMs: number
   return (await rs.json<Record<string, string>>()).map((r) => ({ kind: r.kind, tables: r.tables, statements: Number(r.statements), cpu_s: Number(r.cpu_s), wall_s: Number(r.wall_s) }));
 }
 
+/**
+ * Waits until the engine is quiet before a phase: no merge running, and (in a checkout with rollup
+ * marks) every mark taken back, among them the marks a previous run's service left at its stop,
+ * which the new process takes over (recomputes) at start. Else the phase would time that catching
+ * up, which the checkout before the rollups does not have.
+ */
+async function quiesce(client: ClickHouseClient): Promise<void> {
+  const t0 = Date.now();
+  const { marks: hasMarks } = await count(client, "SELECT count() AS marks FROM system.tables WHERE database = currentDatabase() AND name = 'survey_rollup_pending'", {});
+  for (;;) {
+    const { merges } = await count(client, 'SELECT count() AS merges FROM system.merges WHERE database = currentDatabase()', {});
+    const { pending } = hasMarks
+      ? await count(client, 'SELECT count() AS pending FROM (SELECT 1 FROM survey_rollup_pending GROUP BY org_id, survey_id, hour HAVING sum(pending) != 0)', {})
+      : { pending: 0 };
+    if (merges === 0 && pending === 0) break;
+    if (Date.now() - t0 > 600_000) {
+      log(`not quiet after 600 s (${merges} merges, ${pending} pending slices): measuring anyway`);
+      break;
+    }
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  if (Date.now() - t0 > 1500) log(`waited ${Math.round((Date.now() - t0) / 1000)} s for merges and rollup marks to settle`);
+}
+
 async function runPhase(svc: { url: string; proc: ChildProcess }, client: ClickHouseClient, org: 'empty' | 'large', orgId: string) {
+  await quiesce(client);
   const token = JSON.parse(cli(['token', 'create', '--org', orgId, '--scope', 'responses:write', '--json'])).token as string;
   const surveyId = randomUUID();
   const { bodies, distinctIds, upserts } = phaseBodies(orgId, surveyId);
@@ -211,7 +236,10 @@ async function runPhase(svc: { url: string; proc: ChildProcess }, client: ClickH
     cpu_us_per_record: { service: perRecord(cpu1.service! - cpu0.service!), engine: perRecord(cpu1.engine! - cpu0.engine!) },
     stored: { rows: stored.rows, distinct_ids: stored.ids, expected: distinctIds },
     load_average: { before: load0.map((x) => round(x, 2)), after: load1.map((x) => round(x, 2)) },
-    statements: await statements(client, wall0, wall1).catch(() => []),
+    statements: await statements(client, wall0, wall1).catch((err) => {
+      log(`engine statements not read: ${String(err)}`);
+      return [];
+    }),
   };
 }
 

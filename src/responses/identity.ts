@@ -3,11 +3,12 @@
  * the narrow key table `survey_response_ids` (schema/030) and decided by the rule of the claims
  * module (src/claims/claims.ts): of several claims of one id, the first committed wins.
  *
- * A write batch (`agree`), on one server:
+ * A write batch (`agree`; one group of requests, write-group.ts), on one server:
  *   1. asks the process's claim view about its ids: an id the view does not hold was never
  *      claimed up to the view's watermark (certain), so only the others (upserts, and the view's
  *      false positives) are looked up, by (org_id, id), one point read each;
- *   2. refuses a record that moves a response to another survey (a 400, nothing written);
+ *   2. refuses a request with a record that moves a response to another survey (a 400 for it;
+ *      its ids are not claimed);
  *   3. claims the ids found nowhere, each with its first record's identity and the batch's claim
  *      UUID (schema/070), adding them to the view first;
  *   4. advances the view: reads the claims other writers committed after the watermark of step 1

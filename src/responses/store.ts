@@ -12,8 +12,10 @@
  * follow the claims rule (src/claims/): ids seen for the first time are claimed there before the
  * rows are written, and with several service processes on one database, two first writes of one
  * id both end on the first committed claim, so they store one row. Only ids the process's claim
- * view may hold (upserts) are looked up. Within a process, a lock per (org, id) orders batches that share ids (so they do
- * not even race for a claim); batches with disjoint ids do not wait for each other.
+ * view may hold (upserts) are looked up. Concurrent requests of one org are written as one group
+ * (write-group.ts: disjoint ids, one set of statements). Within a process, a lock per (org, id)
+ * orders groups that share ids (so they do not even race for a claim); groups with disjoint ids
+ * do not wait for each other.
  * A claimed identity stays when the write after it fails (a 503, or a 400 because a concurrent
  * writer claimed the id for another survey): a retry of the same records finds it and agrees.
  * The order of the steps, and what a kill at each leaves: docs/architecture.md.

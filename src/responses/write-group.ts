@@ -8,15 +8,16 @@
  * A group holds whole requests whose ids are disjoint, in arrival order: a request that shares an
  * id with one taken into the group, or with one it leaves waiting, waits for the next group, so
  * two requests with a common id are written in the order they arrived (as the per-id locks of
- * store.ts order them across groups in flight). Up to MAX_GROUPS_IN_FLIGHT groups per
- * organization run at once: a request that arrives with fewer in flight starts at once (no delay
- * is added to a lone request); under load, requests gather while the groups in flight run, and
- * the next group takes them all, up to MAX_GROUP_RECORDS records.
+ * store.ts order them across groups in flight). Up to `maxInFlight` groups per organization run
+ * at once (one by default: under load, the requests that arrive during a group's statements are
+ * the next group, and the fewer groups, the fewer statements and parts); a request that arrives
+ * with fewer in flight starts at once (no delay is added to a lone request). A group takes every
+ * request waiting, up to MAX_GROUP_RECORDS records.
  */
 import type { ResponseRecord } from './record.ts';
 
-/** Groups of one organization written at once. */
-const MAX_GROUPS_IN_FLIGHT = 2;
+/** Groups of one organization written at once, by default. */
+const GROUPS_IN_FLIGHT = 1;
 /** Records of one group (whole requests; a request alone may hold more, up to its own limit). */
 const MAX_GROUP_RECORDS = 10_000;
 
@@ -35,7 +36,10 @@ export class ResponseWriteQueue {
   private readonly waiting = new Map<string, Waiting[]>();
   private readonly inFlight = new Map<string, number>();
 
-  constructor(private readonly write: WriteGroup) {}
+  constructor(
+    private readonly write: WriteGroup,
+    private readonly maxInFlight = GROUPS_IN_FLIGHT,
+  ) {}
 
   /** Resolves with the number of records written once the request's group is committed and checked. */
   submit(orgId: string, records: readonly ResponseRecord[]): Promise<number> {
@@ -57,7 +61,7 @@ export class ResponseWriteQueue {
         return;
       }
       const running = this.inFlight.get(org) ?? 0;
-      if (running >= MAX_GROUPS_IN_FLIGHT) return;
+      if (running >= this.maxInFlight) return;
       const group = takeGroup(queue);
       this.inFlight.set(org, running + 1);
       void this.run(orgId, group).finally(() => {

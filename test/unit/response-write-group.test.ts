@@ -3,7 +3,7 @@ import type { ResponseRecord } from '../../src/responses/record.ts';
 import { ResponseWriteQueue } from '../../src/responses/write-group.ts';
 
 /** The group writes seen by the queue, each answered when the test says. */
-function recorder() {
+function recorder(maxInFlight: number | 'default' = 2) {
   const calls: Array<{ orgId: string; batches: string[][]; answer: (outcomes: Array<number | Error> | Error) => void }> = [];
   const write = (orgId: string, batches: readonly (readonly ResponseRecord[])[]) =>
     new Promise<Array<number | Error>>((resolve, reject) => {
@@ -13,7 +13,7 @@ function recorder() {
         answer: (outcomes) => (outcomes instanceof Error ? reject(outcomes) : resolve(outcomes)),
       });
     });
-  return { calls, queue: new ResponseWriteQueue(write) };
+  return { calls, queue: maxInFlight === 'default' ? new ResponseWriteQueue(write) : new ResponseWriteQueue(write, maxInFlight) };
 }
 const req = (...ids: string[]) => ids.map((id) => ({ id }) as ResponseRecord);
 const tick = () => new Promise((r) => setImmediate(r));
@@ -73,6 +73,18 @@ describe('survey-response group commit (write-group.ts)', () => {
     await tick();
     calls[2].answer([1]);
     expect(await again).to.equal(1);
+  });
+
+  it('by default one group per org in flight: the requests that arrive meanwhile are the next group', async () => {
+    const { calls, queue } = recorder('default');
+    const all = [queue.submit('org', req('a')), queue.submit('org', req('b')), queue.submit('org', req('c'))];
+    await tick();
+    expect(calls.map((x) => x.batches)).to.deep.equal([[['a']]]);
+    calls[0].answer([1]);
+    await tick();
+    expect(calls[1].batches).to.deep.equal([['b'], ['c']]);
+    calls[1].answer([1, 1]);
+    expect(await Promise.all(all)).to.deep.equal([1, 1, 1]);
   });
 
   it('a group holds at most 10,000 records of whole requests; a larger request goes alone', async () => {

@@ -28,8 +28,10 @@
  * write's INSERT until after a recompute that saw it, as the invariant of pending.ts requires.
  *
  * Pacing: under a writer that never pauses, rounds would run back to back, each re-reading every
- * slice written during the one before; the next round waits as long as the last one took, so a
- * round covers the writes of twice its time and recomputes use at most half of it.
+ * slice written during the one before, and most of them for nothing (the writes that follow keep
+ * the slices marked); the next round waits PACE times as long as the last one took, so a round
+ * covers the writes of PACE + 1 times its time and recomputes use at most 1 / (PACE + 1) of it.
+ * A round of a few slices takes little, so the wait after it stays short.
  *
  * A failed round (engine down) puts its slices back and is retried after RETRY_MS; until then
  * they are read from the raw table.
@@ -50,6 +52,8 @@ import { takeOverDeadOwners } from './takeover.ts';
 
 /** Writes arriving within this time of the first one share its round. */
 const GATHER_MS = 50;
+/** The wait after a round, as a multiple of its time (the header). */
+const PACE = 3;
 /** After a failed round. */
 const RETRY_MS = 2000;
 /** Between two checks for dead owners (the first runs at start). */
@@ -312,10 +316,8 @@ export class RollupMaintainer {
       this.running = this.round().then((ok) => {
         this.running = undefined;
         if (this.closing) return;
-        // Paced: the next round waits as long as this one took (at least GATHER_MS), so that
-        // recomputes take at most half of the time of a writer that never pauses, each covering
-        // the writes of twice as long (a round's cost follows its slices, not their writes).
-        if (this.ready) this.schedule(ok ? Math.max(GATHER_MS, Date.now() - started) : RETRY_MS);
+        // Paced (the header): a round's cost follows its slices, not their writes.
+        if (this.ready) this.schedule(ok ? Math.max(GATHER_MS, PACE * (Date.now() - started)) : RETRY_MS);
         else if (this.queued.size === 0) for (const wake of this.idleWaiters.splice(0)) wake();
       });
     }, delayMs);
