@@ -334,7 +334,7 @@ describe('survey metrics, comparisons, answer filters and releases: the same ans
     if (q.sql.includes('survey_rollup FINAL')) served++;
     if (q.sql.includes('survey_rollup_answers FINAL')) totalsServed++;
     if (q.sql.includes('AS period')) periodsServed++;
-    // The pending marks are read beside a rollup read (pending.ts runWithPending): not the read itself.
+    // The pending marks are read before a rollup read (pending.ts runWithPending): not the read itself.
     if (!q.sql.includes('FROM survey_rollup_pending')) lastSql = q.sql;
     return (await svc.client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS })).json();
   };

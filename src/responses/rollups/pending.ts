@@ -39,16 +39,9 @@ export interface Pending {
   slices: HourSlice[];
 }
 
-/** Called with the org whenever this process changes its marks (pending-set caches listen). */
-const listeners = new Set<(orgId: string) => void>();
-export function onMarksChanged(listener: (orgId: string) => void): void {
-  listeners.add(listener);
-}
-
 /** Adds `marks` (+n before a write, -n once recomputed) to each slice's pending count, as `owner`. */
 export async function addMarks(client: ClickHouseClient, orgId: string, deltas: readonly { slice: HourSlice; marks: number }[], owner = NO_OWNER): Promise<void> {
   if (deltas.length === 0) return;
-  for (const l of listeners) l(orgId);
   await client.insert({
     table: 'survey_rollup_pending',
     values: deltas.map((d) => ({ org_id: orgId, survey_id: d.slice.surveyId, hour: formatDbMicros(d.slice.hour), owner, pending: d.marks })),
@@ -64,7 +57,6 @@ export async function addMarks(client: ClickHouseClient, orgId: string, deltas: 
  * marks left by interrupted writes included, each owner's to 0.
  */
 export async function takeBackAllMarks(client: ClickHouseClient, orgId: string, settings: ClickHouseSettings = {}): Promise<void> {
-  for (const l of listeners) l(orgId);
   const bag = new ParamBag();
   await client.command({
     query:
@@ -110,54 +102,19 @@ export async function readPending(run: RunQuery, orgId: string): Promise<Pending
 }
 
 /**
- * Whether a read compiled with `assumed` served no slice that `seen` names: `assumed` names every
- * slice of `seen` (or the whole org). Reading more slices raw than needed is still exact.
- */
-export function coversPending(assumed: Pending, seen: Pending): boolean {
-  if (assumed.org) return true;
-  if (seen.org) return false;
-  const names = new Set(assumed.slices.map((s) => `${s.surveyId.toLowerCase()}/${s.hour}`));
-  return seen.slices.every((s) => names.has(`${s.surveyId.toLowerCase()}/${s.hour}`));
-}
-
-const NOTHING_PENDING: Pending = Object.freeze({ org: false, slices: [] });
-
-/** The set each org's last read found (bounded: cleared when full): the next read's guess. */
-const lastSeen = new Map<string, Pending>();
-const LAST_SEEN_MAX_ORGS = 10_000;
-
-// This process changed the org's marks (a write or a recompute): what it saw last is likely
-// stale, and the marks of a finished write are taken back, so guess that nothing is pending.
-// Only spares a second query: correctness never depends on the guess.
-onMarksChanged((orgId) => lastSeen.delete(orgId.toLowerCase()));
-
-/**
- * Runs a read that serves slices of the rollup, with the pending set read BESIDE it rather than
- * before it: the marks are read while the main query runs, not one round trip ahead of it.
+ * Runs a read that serves slices of the rollup, the pending set read FIRST: the query is compiled
+ * with the set read, so every slice it serves was unmarked before the query read its row.
  *
- * The query is compiled with a guess (the set the org's last read found, or nothing pending) while
- * the set is read on its own. The answer stands when the guess covers the set read (coversPending):
- *   - set read before the query read a slice row: this is the read-first protocol;
- *   - set read after: every slice served was unmarked when the set was read. A mark is added
- *     before its write stores any response and taken back only after the recompute, so a write
- *     that stopped (crash, engine error: its mark stays) and whose responses the query could
- *     have missed is named by the set read after them. A write in flight meanwhile may have been
- *     recomputed or not when the query read its slice: a slice row is always a whole recompute
- *     (schema/020), and a read that started before a write was acknowledged is not owed it (as
- *     with the read-first protocol, whose set may be read just before such a write marks).
- * Otherwise the query runs again, compiled with the set read. `compile` returns null when the
- * rollup cannot serve the request whatever is pending (the caller then reads the raw table);
- * returns the rows, or null. The set is read on `fresh` (never from a cache).
+ * Why first and not beside the query: a write acknowledged before the read holds its mark until its
+ * recompute has replaced the slice row. Read first, the set names that slice (read raw) or the
+ * recompute is already done (the row is fresh). Read beside, the query could read the old row while
+ * the set, read a moment later, no longer names the slice: the recompute and the take-back landed
+ * in between, and the slice would be served without an acknowledged write.
+ * `compile` returns null when the rollup cannot serve the request whatever is pending (the caller
+ * then reads the raw table); returns the rows, or null. The set is read on `fresh` (never from a
+ * cache).
  */
 export async function runWithPending<R>(run: RunQuery, fresh: RunQuery, orgId: string, compile: (pending: Pending) => CompiledQuery | null): Promise<R[] | null> {
-  const key = orgId.toLowerCase();
-  const guess = lastSeen.get(key) ?? NOTHING_PENDING;
-  const q = compile(guess);
-  if (!q) return null;
-  const [rows, seen] = await Promise.all([run<R>(q), readPending(fresh, orgId)]);
-  if (lastSeen.size >= LAST_SEEN_MAX_ORGS) lastSeen.clear();
-  lastSeen.set(key, seen);
-  if (coversPending(guess, seen)) return rows;
-  const again = compile(seen);
-  return again ? run<R>(again) : null;
+  const q = compile(await readPending(fresh, orgId));
+  return q ? run<R>(q) : null;
 }

@@ -15,7 +15,7 @@
  * A slice whose maintenance is pending (a write in flight or interrupted) is read from
  * survey_responses instead, its day and month from their other hours and days; with the whole org pending (seed,
  * rebuild) or too many pending slices, the request reads survey_responses alone.
- * The pending set is read beside the request's own query (pending.ts runWithPending). A search
+ * The pending set is read before the request's own query (pending.ts runWithPending). A search
  * count (no cursor) is served alike. This module holds the window and the rows that answer it;
  * what those rows answer (response groups, slice totals, answer counts) is in groups.ts.
  */
