@@ -87,7 +87,7 @@ interface Member {
  * Returns per request how many were written, or its 400 (a record that would move a response to
  * another survey: nothing of that request is stored, the others are). A failure of the engine
  * throws, for every request. `context` brings the requests' rows encoded at arrival (else they are
- * encoded here) and hears when the INSERT is committed.
+ * encoded here) and hears when the INSERT is sent.
  */
 export async function insertGroup(db: Database, orgId: string, batches: readonly (readonly ResponseRecord[])[], deps: WriteDeps, context?: Partial<GroupContext>): Promise<Array<number | Error>> {
   const { rollups } = deps;
@@ -178,8 +178,8 @@ export async function insertGroup(db: Database, orgId: string, batches: readonly
         await rollups.mark(org, more);
         slices.push(more);
       }
+      context?.released?.();
       await insertEncoded(client, Buffer.concat(rows));
-      context?.committed?.();
       for (const done of slices.splice(0)) rollups.written(org, done);
       await holdAfterInsert(stored.map((r) => r.id.toLowerCase()));
       // A deletion in another process between the check above and the INSERT: take back what it

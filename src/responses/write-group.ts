@@ -9,9 +9,10 @@
  * id with one taken into the group, or with one it leaves waiting, waits for the next group, so
  * two requests with a common id are written in the order they arrived (as the per-id locks of
  * store.ts order them across groups in flight). Up to `maxInFlight` groups per organization run
- * at once until their INSERT is committed (one by default: under load, the requests that arrive
+ * at once until they send their INSERT (one by default: under load, the requests that arrive
  * during a group's statements are the next group, and the fewer groups, the fewer statements and
- * parts; the check after a group's INSERT runs beside the next group's first steps); a request
+ * parts; a group's INSERT and the check after it run beside the next group's first steps, so the
+ * engine has two statements to run on its two cores); a request
  * that arrives with fewer in flight starts at once (no delay is added to a lone request). A group takes every
  * request waiting, up to MAX_GROUP_RECORDS records.
  */
@@ -36,10 +37,11 @@ export interface GroupContext {
   /** Per request, its rows as encoded at arrival (when the caller encoded them). */
   encoded: readonly (EncodedRows | undefined)[];
   /**
-   * Called once the group's INSERT is committed: the next group of the org may start its steps
+   * Called once the group sends its INSERT (its identities agreed, its slices marked): the next
+   * group of the org may start its steps
    * (the per-id locks of store.ts still order it after this one where they share ids).
    */
-  committed: () => void;
+  released: () => void;
 }
 
 /** Writes one group (records of disjoint requests): per request its count or its 400. */
@@ -79,7 +81,7 @@ export class ResponseWriteQueue {
       const group = takeGroup(queue);
       this.inFlight.set(org, running + 1);
       let done = false;
-      const committed = () => {
+      const released = () => {
         if (done) return;
         done = true;
         const left = (this.inFlight.get(org) ?? 1) - 1;
@@ -87,13 +89,13 @@ export class ResponseWriteQueue {
         else this.inFlight.set(org, left);
         this.pump(orgId, org);
       };
-      void this.run(orgId, group, committed).finally(committed);
+      void this.run(orgId, group, released).finally(released);
     }
   }
 
-  private async run(orgId: string, group: Waiting[], committed: () => void): Promise<void> {
+  private async run(orgId: string, group: Waiting[], released: () => void): Promise<void> {
     try {
-      const outcomes = await this.write(orgId, group.map((w) => w.records), { encoded: group.map((w) => w.encoded), committed });
+      const outcomes = await this.write(orgId, group.map((w) => w.records), { encoded: group.map((w) => w.encoded), released });
       group.forEach((w, i) => {
         const outcome = outcomes[i];
         if (outcome instanceof Error) w.reject(outcome);
