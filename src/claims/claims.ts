@@ -182,6 +182,14 @@ export class ClaimView {
     return this.filter.mayHold(key, at);
   }
 
+  /**
+   * `mayHold`, then `add`: whether the key may have been claimed (up to the watermark, or added
+   * since, by an earlier call of this one included), before this call adds it.
+   */
+  testAndAdd(key: Uint8Array, claimedAtMs: number, at = 0): boolean {
+    return this.filter.testAndAdd(key, claimedAtMs, at);
+  }
+
   /** A key this process is about to claim (before its INSERT, so a concurrent writer of this process sees it). */
   add(key: Uint8Array, claimedAtMs: number, at = 0): void {
     this.filter.add(key, claimedAtMs, at);
