@@ -75,6 +75,9 @@ export function compileFilter(node: FilterNode, bag: ParamBag): string {
   return node.negate ? `NOT (${positive})` : positive;
 }
 
+/** The respondent's segments as UUID texts: the expression the segment_items index (schema/210) is built on. */
+const SEGMENT_TEXTS = 'arrayMap(g -> toString(g), group_ids)';
+
 function positiveExpr(node: FilterNode, bag: ParamBag): string {
   switch (node.kind) {
     case 'respondent_id':
@@ -83,9 +86,12 @@ function positiveExpr(node: FilterNode, bag: ParamBag): string {
         ? `${node.kind} = ${bag.add(node.values[0], 'UUID')}`
         : `${node.kind} IN ${bag.add(node.values, 'Array(UUID)')}`;
     case 'respondent_segments':
+      // The expression of the segment_items text index (schema/210), so that the engine answers
+      // the test from the index's postings; toString of a UUID parameter is its canonical text,
+      // the form the index holds.
       return node.op === 'eq'
-        ? `has(group_ids, ${bag.add(node.values[0], 'UUID')})`
-        : `hasAny(group_ids, ${bag.add(node.values, 'Array(UUID)')})`;
+        ? `has(${SEGMENT_TEXTS}, toString(${bag.add(node.values[0], 'UUID')}))`
+        : `hasAny(${SEGMENT_TEXTS}, arrayMap(g -> toString(g), ${bag.add(node.values, 'Array(UUID)')}))`;
     case 'respondent_alias':
       switch (node.op) {
         case 'eq': return `has(respondent_aliases, ${bag.add(node.values[0], 'String')})`;

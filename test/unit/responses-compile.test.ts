@@ -55,10 +55,10 @@ const cases: Case[] = [
     [r(k, 'not_in', { values: [U1] }), `NOT (${k} IN {p1:Array(UUID)})`, { p1: [U1] }],
   ]),
   // respondent_segments: group ids
-  [r('respondent_segments', 'eq', { value: U1 }), 'has(group_ids, {p1:UUID})', { p1: U1 }],
-  [r('respondent_segments', 'neq', { value: U1 }), 'NOT (has(group_ids, {p1:UUID}))', { p1: U1 }],
-  [r('respondent_segments', 'in', { values: [U1, U2] }), 'hasAny(group_ids, {p1:Array(UUID)})', { p1: [U1, U2] }],
-  [r('respondent_segments', 'not_in', { values: [U2] }), 'NOT (hasAny(group_ids, {p1:Array(UUID)}))', { p1: [U2] }],
+  [r('respondent_segments', 'eq', { value: U1 }), 'has(arrayMap(g -> toString(g), group_ids), toString({p1:UUID}))', { p1: U1 }],
+  [r('respondent_segments', 'neq', { value: U1 }), 'NOT (has(arrayMap(g -> toString(g), group_ids), toString({p1:UUID})))', { p1: U1 }],
+  [r('respondent_segments', 'in', { values: [U1, U2] }), 'hasAny(arrayMap(g -> toString(g), group_ids), arrayMap(g -> toString(g), {p1:Array(UUID)}))', { p1: [U1, U2] }],
+  [r('respondent_segments', 'not_in', { values: [U2] }), 'NOT (hasAny(arrayMap(g -> toString(g), group_ids), arrayMap(g -> toString(g), {p1:Array(UUID)})))', { p1: [U2] }],
   // respondent_alias (and its plural spelling)
   [r('respondent_alias', 'eq', { value: 'Bob@x.io' }), 'has(respondent_aliases, {p1:String})', { p1: 'Bob@x.io' }],
   [r('respondent_aliases', 'neq', { value: 'bob' }), 'NOT (has(respondent_aliases, {p1:String}))', { p1: 'bob' }],
