@@ -116,9 +116,9 @@ export function compileEventAggregation(selection: EventSelection, rules: readon
   const source = new EventSource(selection, bag);
   const limit = () => bag.add(MAX_TERMS_BUCKETS, 'UInt32');
   if (options.hours !== false && hoursAnswer(selection, rules, metrics)) {
-    const from = hoursSource(source, planEdges(plans));
-    const keys = rules.map((rule, i) => (rule.field === 'timestamp' ? bucketIndexSql('t', plans[i]!, bag, `level${i + 1}`) : rule.field === 'type' ? 'type' : `nullIf(event_name, '')`));
-    return compiled(compileRankedBuckets({ source: from, keys, count: 'sum(n)', limit: limit() }), bag);
+    const keysAt = (t: string) => rules.map((rule, i) => (rule.field === 'timestamp' ? bucketIndexSql(t, plans[i]!, bag, `level${i + 1}`) : rule.field === 'type' ? 'type' : `nullIf(event_name, '')`));
+    const from = hoursSource(source, planEdges(plans), keysAt);
+    return compiled(compileRankedBuckets({ source: from, keys: rules.map((_, i) => `g${i + 1}`), count: 'sum(n)', limit: limit() }), bag);
   }
   const joins: string[] = [];
   const keys = rules.map((rule, i) => {

@@ -76,28 +76,41 @@ export const HOUR_SECONDS_SQL = 'toUnixTimestamp(toStartOfHour(timestamp))';
 /** Whole seconds of a µs instant on an hour start. */
 export const secondsOf = (t: bigint) => Number(t / 1_000_000n);
 
+/** The instant of a whole hour's projection row: its hour start, in the type of `timestamp`. */
+const HOUR_START_SQL = "toDateTime64(toStartOfHour(timestamp), 3, 'UTC')";
+
 /**
- * `FROM (...)`: rows (t, type, event_name, anonymous, n) of the selection, n events at instant t, from
- * the projection for whole hours and from the rows for partial ones. Placeholders go to the
- * source's bag.
+ * `FROM (...)`: rows (g1..gn, n): the selection's events grouped by `keys(t)`, n events per group,
+ * where `keys` maps an instant column to the read's key expressions (of that instant, `type` and
+ * `event_name` only). The whole hours are grouped from the projection, each hour's events at its
+ * hour start (whole hours lie in one bucket and window, so the start stands for every event of
+ * it); the partial hours from the rows, at their own timestamps. Each part is grouped by the
+ * read's own keys, not by the projection's: the projection holds a row per hour, type, name and
+ * anonymous in every data part, far more than the read's buckets, and the engine answers a GROUP
+ * BY of expressions of the projection's keys from the projection. The caller sums n per group.
+ * Placeholders go to the source's bag.
  */
-export function hoursSource(source: EventSource, edges: readonly bigint[], split = splitSelectionHours(source.selection, edges)): string {
+export function hoursSource(source: EventSource, edges: readonly bigint[], keys: (t: string) => readonly string[], split = splitSelectionHours(source.selection, edges)): string {
   const { bag } = source;
   const filters = source.filtersSql();
   const hourSeconds = HOUR_SECONDS_SQL;
   const seconds = secondsOf;
+  const grouped = (t: string, from: string) => {
+    const ks = keys(t);
+    const columns = ks.map((k, i) => `${k} AS g${i + 1}, `).join('');
+    // HAVING: a GROUP BY whose keys the engine folds to constants (the NULL bucket of an empty
+    // series) answers one row of 0 events even when no event matches; the rows path has none.
+    return `SELECT ${columns}count() AS n ${from}${ks.length ? ` GROUP BY ${ks.map((_, i) => `g${i + 1}`).join(', ')} HAVING n > 0` : ''}`;
+  };
   const whole: string[] = [];
   if (split.from !== undefined) whole.push(`${hourSeconds} >= ${bag.add(seconds(split.from), 'Int64')}`);
   if (split.to !== undefined) whole.push(`${hourSeconds} < ${bag.add(seconds(split.to), 'Int64')}`);
   if (split.partial.length) whole.push(`${hourSeconds} NOT IN ${bag.add(split.partial.map(seconds), 'Array(Int64)')}`);
   if (filters) whole.push(filters);
-  // GROUP BY the projection's keys, so that the engine answers it from event_counts.
-  const hours =
-    `SELECT toDateTime64(toStartOfHour(timestamp), 3, 'UTC') AS t, type, event_name, anonymous, count() AS n ` +
-    `${source.org.from('events')}${whole.map((c) => ` AND ${c}`).join('')} GROUP BY toStartOfHour(timestamp), type, event_name, anonymous`;
+  const hours = grouped(HOUR_START_SQL, `${source.org.from('events')}${whole.map((c) => ` AND ${c}`).join('')}`);
   if (split.partial.length === 0) return `FROM (${hours})`;
   // One set lookup per row (an OR of one range per partial hour cost a comparison per hour per
   // row); the engine also prunes event_times' granules with it (its key is the timestamp).
-  const rows = `SELECT timestamp AS t, type, event_name, anonymous, toUInt64(1) AS n ${source.from()} AND ${hourSeconds} IN ${bag.add(split.partial.map(seconds), 'Array(Int64)')}`;
+  const rows = grouped('timestamp', `${source.from()} AND ${hourSeconds} IN ${bag.add(split.partial.map(seconds), 'Array(Int64)')}`);
   return `FROM (${hours} UNION ALL ${rows})`;
 }

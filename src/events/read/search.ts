@@ -87,8 +87,10 @@ export function compileEventCount(input: EventSearchInput, windowStarts: readonl
  */
 export function compileEventCountFromHours(input: EventSearchInput, windowStarts: readonly string[]): CompiledQuery {
   const bag = new ParamBag();
-  const from = hoursSource(new EventSource(input, bag), windowStarts.map((w) => parseInstantMicros(w)!));
-  const windows = windowStarts.map((w, i) => `, sumIf(n, t >= ${bag.add(w, DT64)}) AS w${i}`).join('');
+  // Grouped by one flag per window (its start is an edge: a whole hour lies on one side of it).
+  const starts = windowStarts.map((w) => bag.add(w, DT64));
+  const from = hoursSource(new EventSource(input, bag), windowStarts.map((w) => parseInstantMicros(w)!), (t) => starts.map((w) => `${t} >= ${w}`));
+  const windows = starts.map((_, i) => `, sumIf(n, g${i + 1}) AS w${i}`).join('');
   return compiled(`SELECT sum(n) AS total${windows} ${from}`, bag);
 }
 
