@@ -36,12 +36,13 @@ const USAGE = `node --import tsx bench/responses-write/run.ts [options]
   --upsert-share X     share of each request that upserts ids written earlier in the phase (default 0.1)
   --large N            responses of the large organization, 0 to skip that phase (default 5000000)
   --no-empty           skip the phase into an empty organization
-  --data-dir DIR       the service's DATA_DIR (default bench/.data/responses-write-<label>)`;
+  --data-dir DIR       the service's DATA_DIR (default bench/.data/responses-write-<label>)
+  --cpu-prof DIR       write a V8 CPU profile of the service into DIR (node --cpu-prof)`;
 
 const flags = parseFlags(process.argv.slice(2), {
   repo: { type: 'string' }, label: { type: 'string' }, records: { type: 'string' }, clients: { type: 'string' },
   batch: { type: 'string' }, 'upsert-share': { type: 'string' }, large: { type: 'string' }, 'no-empty': { type: 'boolean' },
-  'data-dir': { type: 'string' }, help: { type: 'boolean' },
+  'data-dir': { type: 'string' }, 'cpu-prof': { type: 'string' }, help: { type: 'boolean' },
 }, USAGE);
 if (flags.help) {
   process.stdout.write(`${USAGE}\n`);
@@ -78,7 +79,8 @@ function cli(args: string[], inherit = false): string {
 
 async function startService(): Promise<{ url: string; proc: ChildProcess; stop(): Promise<void> }> {
   const port = await freePort();
-  const proc = spawn(process.execPath, [join(repo, 'bin/tallyhouse.js'), 'serve'], { cwd: repo, env: { ...process.env, ...serviceEnv, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const profile = flags['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${resolve(flags['cpu-prof'])}`] : [];
+  const proc = spawn(process.execPath, [...profile, join(repo, 'bin/tallyhouse.js'), 'serve'], { cwd: repo, env: { ...process.env, ...serviceEnv, PORT: String(port) }, stdio: ['ignore', 'ignore', 'inherit'] });
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 180_000;
   for (;;) {
@@ -161,15 +163,15 @@ async function statements(client: ClickHouseClient, fromMs: number, toMs: number
   await client.command({ query: 'SYSTEM FLUSH LOGS' });
   const rs = await client.query({
     query: `SELECT query_kind AS kind, arrayStringConcat(arraySort(arrayDistinct(arrayMap(t -> splitByChar('.', t)[-1], tables))), ',') AS tables,
-              count() AS statements, round(sum(ProfileEvents['OSCPUVirtualTimeMicroseconds']) / 1e6, 3) AS cpu_s, round(sum(query_duration_ms) / 1e3, 3) AS wall_s
+              substring(replaceRegexpAll(any(query), '\\\\s+', ' '), 1, 60) AS sample, count() AS statements, round(sum(ProfileEvents['OSCPUVirtualTimeMicroseconds']) / 1e6, 3) AS cpu_s, round(sum(query_duration_ms) / 1e3, 3) AS wall_s
             FROM system.query_log
             WHERE type = 'QueryFinish' AND current_database = currentDatabase() AND query_kind NOT IN ('System')
               AND event_time_microseconds BETWEEN fromUnixTimestamp64Micro({from:Int64}) AND fromUnixTimestamp64Micro({to:Int64})
-            GROUP BY kind, tables ORDER BY cpu_s DESC`,
+            GROUP BY kind, tables, normalized_query_hash ORDER BY cpu_s DESC`,
     query_params: { from: Math.round(fromMs * 1000), to: Math.round(toMs * 1000) },
     format: 'JSONEachRow',
   });
-  return (await rs.json<Record<string, string>>()).map((r) => ({ kind: r.kind, tables: r.tables, statements: Number(r.statements), cpu_s: Number(r.cpu_s), wall_s: Number(r.wall_s) }));
+  return (await rs.json<Record<string, string>>()).map((r) => ({ kind: r.kind, tables: r.tables, sample: r.sample, statements: Number(r.statements), cpu_s: Number(r.cpu_s), wall_s: Number(r.wall_s) }));
 }
 
 /**
@@ -291,8 +293,8 @@ async function main() {
       `${p.stored.rows}/${p.stored.distinct_ids}`, p.stored.expected, p.load_average.before.join(' '), p.load_average.after.join(' ')]));
   for (const p of phases) {
     const requests = Math.ceil(p.records / opts.batch);
-    printTable(`engine statements (${p.org})`, ['kind', 'tables', 'statements', 'per request', 'cpu s', 'µs/record'],
-      p.statements.map((s) => [s.kind, s.tables, s.statements, round(s.statements / requests, 2), s.cpu_s, round((s.cpu_s * 1e6) / p.records, 1)]));
+    printTable(`engine statements (${p.org})`, ['kind', 'tables', 'query', 'statements', 'per request', 'cpu s', 'µs/record'],
+      p.statements.map((s) => [s.kind, s.tables, s.sample, s.statements, round(s.statements / requests, 2), s.cpu_s, round((s.cpu_s * 1e6) / p.records, 1)]));
   }
   log(`results: ${path}`);
 }

@@ -40,60 +40,85 @@ function optionalTime(w: RowBinaryWriter, api: string | null | undefined): void 
   w.int64(micros(api));
 }
 
+/**
+ * Rows encoded one request at a time, so that a group write reuses them: row i is
+ * `bytes[i === 0 ? 0 : ends[i - 1], ends[i])`.
+ */
+export interface EncodedRows {
+  bytes: Buffer;
+  ends: Uint32Array;
+}
+
 /** One row of RESPONSE_COLUMNS per record, for the org. */
 export function encodeResponses(records: readonly ResponseRecord[], orgId: string): Buffer {
+  return encodeRows(records, orgId).bytes;
+}
+
+/** The bytes of row i of `rows`. */
+export function rowBytes(rows: EncodedRows, i: number): Buffer {
+  return rows.bytes.subarray(i === 0 ? 0 : rows.ends[i - 1], rows.ends[i]);
+}
+
+/** One row of RESPONSE_COLUMNS per record, for the org, with where each row ends. */
+export function encodeRows(records: readonly ResponseRecord[], orgId: string): EncodedRows {
   const w = new RowBinaryWriter(records.length * 2048);
-  for (const r of records) {
-    const hidden = r.hidden_fields ?? [];
-    const answers = r.answers ?? [];
-    w.uuid(orgId);
-    w.uuid(r.survey_id);
-    w.int64(micros(r.created_at));
-    w.uuid(r.id);
-    w.int64(micros(r.updated_at));
-    w.uuid(r.channel_id);
-    w.uuid(r.respondent_id);
-    stringArray(w, r.respondent_aliases ?? []);
-    w.uuid(r.scenario_id ?? NIL_UUID);
-    w.string(r.language ?? '');
-    w.string(r.locale ?? '');
-    const groups = r.group_ids ?? [];
-    w.varint(groups.length);
-    for (const g of groups) w.uuid(g);
-    w.uint8(COMPLETION_CODE.get(r.completion)!);
-    w.bool(r.active);
-    w.string(r.end_reason ?? '');
-    optionalTime(w, r.ended_at);
-    optionalTime(w, r.last_answer_at);
-    w.varint(hidden.length);
-    for (const h of hidden) w.string(h.key);
-    w.varint(hidden.length);
-    for (const h of hidden) w.uint8(h.t);
-    w.varint(hidden.length);
-    for (const h of hidden) w.string(h.v_s ?? '');
-    w.varint(hidden.length);
-    for (const h of hidden) w.bool(h.v_b ?? false);
-    w.varint(hidden.length);
-    for (const h of hidden) w.float64(h.v_d ?? 0);
-    w.varint(answers.length);
-    for (const a of answers) w.string(a.question_correlation_id);
-    w.varint(answers.length);
-    for (const a of answers) w.string(a.cta_type);
-    w.varint(answers.length);
-    for (const a of answers) w.string(answerValue(a));
-    w.varint(answers.length);
-    for (const a of answers) {
-      const score = answerScore(a);
-      if (score === null) w.uint8(1);
-      else {
-        w.uint8(0);
-        w.float64(score);
-      }
-    }
-    w.string(answerText(answers));
-    w.string(JSON.stringify(docRemainder(r, orgId)));
+  const ends = new Uint32Array(records.length);
+  for (let i = 0; i < records.length; i++) {
+    writeRow(w, records[i], orgId);
+    ends[i] = w.length;
   }
-  return w.finish();
+  return { bytes: w.finish(), ends };
+}
+
+function writeRow(w: RowBinaryWriter, r: ResponseRecord, orgId: string): void {
+  const hidden = r.hidden_fields ?? [];
+  const answers = r.answers ?? [];
+  w.uuid(orgId);
+  w.uuid(r.survey_id);
+  w.int64(micros(r.created_at));
+  w.uuid(r.id);
+  w.int64(micros(r.updated_at));
+  w.uuid(r.channel_id);
+  w.uuid(r.respondent_id);
+  stringArray(w, r.respondent_aliases ?? []);
+  w.uuid(r.scenario_id ?? NIL_UUID);
+  w.string(r.language ?? '');
+  w.string(r.locale ?? '');
+  const groups = r.group_ids ?? [];
+  w.varint(groups.length);
+  for (const g of groups) w.uuid(g);
+  w.uint8(COMPLETION_CODE.get(r.completion)!);
+  w.bool(r.active);
+  w.string(r.end_reason ?? '');
+  optionalTime(w, r.ended_at);
+  optionalTime(w, r.last_answer_at);
+  w.varint(hidden.length);
+  for (const h of hidden) w.string(h.key);
+  w.varint(hidden.length);
+  for (const h of hidden) w.uint8(h.t);
+  w.varint(hidden.length);
+  for (const h of hidden) w.string(h.v_s ?? '');
+  w.varint(hidden.length);
+  for (const h of hidden) w.bool(h.v_b ?? false);
+  w.varint(hidden.length);
+  for (const h of hidden) w.float64(h.v_d ?? 0);
+  w.varint(answers.length);
+  for (const a of answers) w.string(a.question_correlation_id);
+  w.varint(answers.length);
+  for (const a of answers) w.string(a.cta_type);
+  w.varint(answers.length);
+  for (const a of answers) w.string(answerValue(a));
+  w.varint(answers.length);
+  for (const a of answers) {
+    const score = answerScore(a);
+    if (score === null) w.uint8(1);
+    else {
+      w.uint8(0);
+      w.float64(score);
+    }
+  }
+  w.string(answerText(answers));
+  w.string(JSON.stringify(docRemainder(r, orgId)));
 }
 
 const INSERT_RESPONSES = `INSERT INTO survey_responses (${RESPONSE_COLUMNS.join(', ')}) FORMAT RowBinary`;

@@ -16,6 +16,7 @@ import { searchResponses } from './search.ts';
 import { CSV_COLUMNS, exportResponses } from './export.ts';
 import { EXPORT_CONTENT_TYPE, exportFormatOf } from '../query/export.ts';
 import { RollupMaintainer } from './rollups/maintainer.ts';
+import { encodeRows } from './encode.ts';
 import { insertGroup } from './store.ts';
 import { ResponseWriteQueue } from './write-group.ts';
 import { responseIdView } from './identity.ts';
@@ -66,7 +67,7 @@ export function responsesFeature(deps: AppDeps): Feature {
   let claimView: ClaimView | undefined;
   const claims = () => (claimView ??= responseIdView({ maxBytes: deps.config.claimFilterMaxBytes, clustered: deps.db.cluster !== undefined }));
   const deleter = new ResponseDeleter(() => deps.db, rollups, tombstones, deps.log);
-  const writes = new ResponseWriteQueue((orgId, batches) => insertGroup(deps.db, orgId, batches, { rollups, tombstones, claims: claims() }));
+  const writes = new ResponseWriteQueue((orgId, batches, context) => insertGroup(deps.db, orgId, batches, { rollups, tombstones, claims: claims() }, context));
   return {
     routes: [
       idempotent(keys, defineRoute({
@@ -81,7 +82,8 @@ export function responsesFeature(deps: AppDeps): Feature {
         body: { schema: responseBatchSchema, parse: (raw, auth) => parseResponseBatch(raw, auth.orgId), limitBytes, example: [EXAMPLE_RECORD] },
         success: { status: 200, description: 'Stored (inserted or replaced)', schema: writeResultSchema, example: { count: 1 } },
         errors: [400, 401, 403, 409, 413, 415, 429, 503],
-        handler: async ({ auth, body }) => ({ count: await writes.submit(auth.orgId, body) }),
+        // Encoded at arrival, while the org's group in flight has the engine busy.
+        handler: async ({ auth, body }) => ({ count: await writes.submit(auth.orgId, body, encodeRows(body, auth.orgId)) }),
       })),
       defineRoute({
         operationId: 'deleteSurveyResponse',

@@ -24,12 +24,13 @@ import { invalid, type Issue } from '../errors.ts';
 import { agree, type Identity } from './identity.ts';
 import type { ClaimView } from '../claims/claims.ts';
 import { apiToDb, type ResponseRecord } from './record.ts';
-import { encodeResponses, insertEncoded } from './encode.ts';
+import { encodeResponses, encodeRows, insertEncoded, rowBytes, type EncodedRows } from './encode.ts';
 import { dbToApi } from '../time/iso.ts';
 import type { RollupMaintainer } from './rollups/maintainer.ts';
 import type { Database } from '../clickhouse/connection.ts';
 import type { TombstoneMap, Tombstones } from './tombstones.ts';
-import { hourSlicesOf } from './rollups/slices.ts';
+import { hourSlicesOf, type HourSlice } from './rollups/slices.ts';
+import type { GroupContext } from './write-group.ts';
 import { takeBackRefused } from './take-back.ts';
 import { holdAfterInsert } from './write-hold.ts';
 
@@ -68,10 +69,15 @@ export interface WriteDeps {
 
 /** One request of a group write: its records, and what is decided for it on the way. */
 interface Member {
+  /** Its records that no known tombstone refuses. */
   records: readonly ResponseRecord[];
+  /** The place of each of `records` in the request (its row in `encoded`). */
+  index: readonly number[];
+  /** The request's rows, encoded as sent. */
+  encoded: EncodedRows;
   /** Its 400, once a record of it is refused: nothing of it is stored from then on. */
   refusal?: Error;
-  /** Its records that no known tombstone refuses, as stored (created_at fixed to the identity). */
+  /** Its records as stored (created_at fixed to the identity). */
   stored: ResponseRecord[];
 }
 
@@ -80,9 +86,10 @@ interface Member {
  * them so) in one pass of the steps of docs/architecture.md: one set of statements for the group.
  * Returns per request how many were written, or its 400 (a record that would move a response to
  * another survey: nothing of that request is stored, the others are). A failure of the engine
- * throws, for every request.
+ * throws, for every request. `context` brings the requests' rows encoded at arrival (else they are
+ * encoded here) and hears when the INSERT is sent.
  */
-export async function insertGroup(db: Database, orgId: string, batches: readonly (readonly ResponseRecord[])[], deps: WriteDeps): Promise<Array<number | Error>> {
+export async function insertGroup(db: Database, orgId: string, batches: readonly (readonly ResponseRecord[])[], deps: WriteDeps, context?: Partial<GroupContext>): Promise<Array<number | Error>> {
   const { rollups } = deps;
   const client = db.client();
   const org = orgId.toLowerCase();
@@ -94,15 +101,20 @@ export async function insertGroup(db: Database, orgId: string, batches: readonly
     // what such a write left is taken back here, before the answer (take-back.ts).
     const tombstones = await deps.tombstones.known(org, batchIds);
     const refused: TombstoneMap = new Map();
-    const members: Member[] = batches.map((records) => {
-      const kept: ResponseRecord[] = [];
-      for (const r of records) {
+    const members: Member[] = batches.map((batch, b) => {
+      const records: ResponseRecord[] = [];
+      const index: number[] = [];
+      batch.forEach((r, i) => {
         const id = r.id.toLowerCase();
         const deletedAt = tombstones.get(id);
-        if (notDeleted(r, deletedAt)) kept.push(r);
-        else refused.set(id, deletedAt!);
-      }
-      return { records: kept, stored: [] };
+        if (notDeleted(r, deletedAt)) {
+          records.push(r);
+          index.push(i);
+        } else {
+          refused.set(id, deletedAt!);
+        }
+      });
+      return { records, index, encoded: context?.encoded?.[b] ?? encodeRows(batch, orgId), stored: [] };
     });
     await takeBackRefused(db, org, rollups, refused);
     const live = () => members.filter((m) => m.refusal === undefined && m.records.length > 0);
@@ -117,58 +129,83 @@ export async function insertGroup(db: Database, orgId: string, batches: readonly
         if (!wanted.has(id)) wanted.set(id, { survey_id: record.survey_id.toLowerCase(), created_at: apiToDb(record.created_at) });
       }
     }
-    const known = await agree(client, deps.claims, orgId, wanted, (before) => {
-      const left: string[] = [];
-      for (const m of live()) {
-        m.refusal = surveyMoves(m.records, before);
-        if (m.refusal) left.push(...m.records.map((r) => r.id.toLowerCase()));
-      }
-      return left;
-    });
-    // Again with the agreed identities: only a concurrent writer that claimed an id first, for
-    // another survey, refuses a request here.
-    for (const m of live()) m.refusal = surveyMoves(m.records, known);
-    const writing = live();
-    if (writing.length === 0) return members.map((m) => m.refusal ?? 0);
-    // The records as stored: created_at fixed to the id's identity (column and doc alike).
-    for (const m of writing) {
-      m.stored = m.records.map((record) => {
-        const identity = known.get(record.id.toLowerCase())!;
-        return identity.created_at === apiToDb(record.created_at) ? record : { ...record, created_at: dbToApi(identity.created_at) };
-      });
-    }
-    const stored = writing.flatMap((m) => m.stored);
-    const rows = stored.map((r) => ({ id: r.id, survey_id: r.survey_id, created_at: apiToDb(r.created_at) }));
-    const body = encodeResponses(stored, orgId);
-    // The rollup slices of the rows as stored are marked pending before the write and recomputed
-    // after it, off the write's path (rollups/maintainer.ts): readers take marked slices from the
-    // raw table, so the answers after the 200 are exact either way.
-    const slices = hourSlicesOf(rows);
-    await rollups.mark(org, slices);
+    // The rollup slices of the rows are marked pending before the write and recomputed after it,
+    // off the write's path (rollups/maintainer.ts): readers take marked slices from the raw table,
+    // so the answers after the 200 are exact either way. The slices of the records as sent are
+    // marked while the identities are agreed on (a mark is harmless where nothing is written);
+    // those that only the agreed created_at brings are marked after.
+    const marked = hourSlicesOf(live().flatMap((m) => m.records.map(sliceRow)));
+    const [marking, agreeing] = await Promise.allSettled([
+      rollups.mark(org, marked),
+      agree(client, deps.claims, orgId, wanted, (before) => {
+        const left: string[] = [];
+        for (const m of live()) {
+          m.refusal = surveyMoves(m.records, before);
+          if (m.refusal) left.push(...m.records.map((r) => r.id.toLowerCase()));
+        }
+        return left;
+      }),
+    ]);
+    if (marking.status === 'rejected') throw marking.reason;
+    const slices = [marked];
     try {
-      await insertEncoded(client, body);
-    } finally {
-      rollups.written(org, slices);
-    }
-    await holdAfterInsert(rows.map((r) => r.id.toLowerCase()));
-    // A deletion in another process between the check above and the INSERT: take back what it
-    // deleted (the locks above only order this process's writes and deletions).
-    const later = await deps.tombstones.since(org, oldestUpdate(stored));
-    const refusedLater: TombstoneMap = new Map();
-    const undone = new Map<Member, number>();
-    for (const m of writing) {
-      for (const record of m.stored) {
-        const id = record.id.toLowerCase();
-        const deletedAt = later.get(id);
-        if (deletedAt === undefined || deletedAt === tombstones.get(id) || notDeleted(record, deletedAt)) continue;
-        refusedLater.set(id, deletedAt);
-        undone.set(m, (undone.get(m) ?? 0) + 1);
+      if (agreeing.status === 'rejected') throw agreeing.reason;
+      const known = agreeing.value;
+      // Again with the agreed identities: only a concurrent writer that claimed an id first, for
+      // another survey, refuses a request here.
+      for (const m of live()) m.refusal = surveyMoves(m.records, known);
+      const writing = live();
+      if (writing.length === 0) return members.map((m) => m.refusal ?? 0);
+      // The records as stored: created_at fixed to the id's identity (column and doc alike); the
+      // others keep the bytes encoded at arrival.
+      const rows: Buffer[] = [];
+      for (const m of writing) {
+        m.stored = m.records.map((record, k) => {
+          const identity = known.get(record.id.toLowerCase())!;
+          if (identity.created_at === apiToDb(record.created_at)) {
+            rows.push(rowBytes(m.encoded, m.index[k]));
+            return record;
+          }
+          const fixed = { ...record, created_at: dbToApi(identity.created_at) };
+          rows.push(encodeResponses([fixed], orgId));
+          return fixed;
+        });
       }
+      const stored = writing.flatMap((m) => m.stored);
+      const seen = new Set(marked.map(sliceKey));
+      const more = hourSlicesOf(stored.map(sliceRow)).filter((slice) => !seen.has(sliceKey(slice)));
+      if (more.length > 0) {
+        await rollups.mark(org, more);
+        slices.push(more);
+      }
+      context?.released?.();
+      await insertEncoded(client, Buffer.concat(rows));
+      for (const done of slices.splice(0)) rollups.written(org, done);
+      await holdAfterInsert(stored.map((r) => r.id.toLowerCase()));
+      // A deletion in another process between the check above and the INSERT: take back what it
+      // deleted (the locks above only order this process's writes and deletions).
+      const later = await deps.tombstones.since(org, oldestUpdate(stored));
+      const refusedLater: TombstoneMap = new Map();
+      const undone = new Map<Member, number>();
+      for (const m of writing) {
+        for (const record of m.stored) {
+          const id = record.id.toLowerCase();
+          const deletedAt = later.get(id);
+          if (deletedAt === undefined || deletedAt === tombstones.get(id) || notDeleted(record, deletedAt)) continue;
+          refusedLater.set(id, deletedAt);
+          undone.set(m, (undone.get(m) ?? 0) + 1);
+        }
+      }
+      await takeBackRefused(db, org, rollups, refusedLater);
+      return members.map((m) => m.refusal ?? m.stored.length - (undone.get(m) ?? 0));
+    } finally {
+      for (const done of slices) rollups.written(org, done);
     }
-    await takeBackRefused(db, org, rollups, refusedLater);
-    return members.map((m) => m.refusal ?? m.stored.length - (undone.get(m) ?? 0));
   });
 }
+
+const sliceKey = (slice: HourSlice) => `${slice.surveyId}/${slice.hour}`;
+const sliceRow = (r: ResponseRecord) => ({ survey_id: r.survey_id, created_at: apiToDb(r.created_at) });
 
 /** The oldest updated_at of the records, DateTime64(6) text. */
 function oldestUpdate(records: readonly ResponseRecord[]): string {

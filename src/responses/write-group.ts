@@ -9,11 +9,14 @@
  * id with one taken into the group, or with one it leaves waiting, waits for the next group, so
  * two requests with a common id are written in the order they arrived (as the per-id locks of
  * store.ts order them across groups in flight). Up to `maxInFlight` groups per organization run
- * at once (one by default: under load, the requests that arrive during a group's statements are
- * the next group, and the fewer groups, the fewer statements and parts); a request that arrives
- * with fewer in flight starts at once (no delay is added to a lone request). A group takes every
+ * at once until they send their INSERT (one by default: under load, the requests that arrive
+ * during a group's statements are the next group, and the fewer groups, the fewer statements and
+ * parts; a group's INSERT and the check after it run beside the next group's first steps, so the
+ * engine has two statements to run on its two cores); a request
+ * that arrives with fewer in flight starts at once (no delay is added to a lone request). A group takes every
  * request waiting, up to MAX_GROUP_RECORDS records.
  */
+import type { EncodedRows } from './encode.ts';
 import type { ResponseRecord } from './record.ts';
 
 /** Groups of one organization written at once, by default. */
@@ -23,13 +26,26 @@ const MAX_GROUP_RECORDS = 10_000;
 
 interface Waiting {
   records: readonly ResponseRecord[];
+  encoded: EncodedRows | undefined;
   ids: readonly string[];
   resolve: (count: number) => void;
   reject: (err: unknown) => void;
 }
 
+/** What a group write gets besides its records. */
+export interface GroupContext {
+  /** Per request, its rows as encoded at arrival (when the caller encoded them). */
+  encoded: readonly (EncodedRows | undefined)[];
+  /**
+   * Called once the group sends its INSERT (its identities agreed, its slices marked): the next
+   * group of the org may start its steps
+   * (the per-id locks of store.ts still order it after this one where they share ids).
+   */
+  released: () => void;
+}
+
 /** Writes one group (records of disjoint requests): per request its count or its 400. */
-export type WriteGroup = (orgId: string, batches: readonly (readonly ResponseRecord[])[]) => Promise<Array<number | Error>>;
+export type WriteGroup = (orgId: string, batches: readonly (readonly ResponseRecord[])[], context: GroupContext) => Promise<Array<number | Error>>;
 
 export class ResponseWriteQueue {
   /** org (lower case) -> requests waiting, in arrival order. */
@@ -42,13 +58,13 @@ export class ResponseWriteQueue {
   ) {}
 
   /** Resolves with the number of records written once the request's group is committed and checked. */
-  submit(orgId: string, records: readonly ResponseRecord[]): Promise<number> {
+  submit(orgId: string, records: readonly ResponseRecord[], encoded?: EncodedRows): Promise<number> {
     const org = orgId.toLowerCase();
     const ids = [...new Set(records.map((r) => r.id.toLowerCase()))];
     return new Promise<number>((resolve, reject) => {
       let queue = this.waiting.get(org);
       if (!queue) this.waiting.set(org, (queue = []));
-      queue.push({ records, ids, resolve, reject });
+      queue.push({ records, encoded, ids, resolve, reject });
       this.pump(orgId, org);
     });
   }
@@ -64,18 +80,22 @@ export class ResponseWriteQueue {
       if (running >= this.maxInFlight) return;
       const group = takeGroup(queue);
       this.inFlight.set(org, running + 1);
-      void this.run(orgId, group).finally(() => {
+      let done = false;
+      const released = () => {
+        if (done) return;
+        done = true;
         const left = (this.inFlight.get(org) ?? 1) - 1;
         if (left === 0) this.inFlight.delete(org);
         else this.inFlight.set(org, left);
         this.pump(orgId, org);
-      });
+      };
+      void this.run(orgId, group, released).finally(released);
     }
   }
 
-  private async run(orgId: string, group: Waiting[]): Promise<void> {
+  private async run(orgId: string, group: Waiting[], released: () => void): Promise<void> {
     try {
-      const outcomes = await this.write(orgId, group.map((w) => w.records));
+      const outcomes = await this.write(orgId, group.map((w) => w.records), { encoded: group.map((w) => w.encoded), released });
       group.forEach((w, i) => {
         const outcome = outcomes[i];
         if (outcome instanceof Error) w.reject(outcome);
