@@ -165,8 +165,8 @@ export class MessageIds {
   stamp(index: number, seq: number): Buffer {
     const i = index % this.bodies.length;
     const out = Buffer.from(this.bodies[i]);
-    const id = this.runPrefix + seq.toString(16).padStart(10, '0');
-    for (const at of this.offsets[i]) out.write(id, at, 'latin1');
+    const id = Buffer.from(this.runPrefix + seq.toString(16).padStart(10, '0'), 'latin1');
+    for (const at of this.offsets[i]) id.copy(out, at);
     return out;
   }
 }

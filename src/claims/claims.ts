@@ -27,8 +27,8 @@
  *   2. adds the keys it will store to the filter and inserts them;
  *   3. advances: the claims committed after W are read; a key of its own that another writer
  *      claimed in a lower block was lost (step 1 could not see claims committed after W), and
- *      the writer undoes its copy. With one writer, step 3 reads back only the writer's own new
- *      part.
+ *      the writer undoes its copy. With one writer, step 3 reads only which blocks are new (its
+ *      own): no key is read back.
  * The guarantee is the rule's, whatever the filter holds: a key reported absent is absent up to
  * W, and step 3 covers everything after W. The filter's memory only decides how many keys take
  * the lookup: past `maxBytes` (a setting) it saturates and more keys are looked up, never fewer.
@@ -77,9 +77,8 @@ export interface ClaimTable {
   rowId: string;
   /**
    * Whether `rowId` names the write rather than the row (every row of one INSERT carries the same
-   * one, a batch UUID): `advance` then tells the writer's own rows by row and computes no key for
-   * them; otherwise by part (`markers` name one row of each own part), and the keys of the own
-   * parts are computed and dropped.
+   * one, a batch UUID). Descriptive only: `advance` tells own rows by block either way (a marker
+   * names one row of each own part).
    */
   rowIdNamesWrite?: boolean;
   /** SQL: a UUID column that narrows a lookup (events: org_id, the sorting key's first column). */
@@ -182,6 +181,14 @@ export class ClaimView {
     return this.filter.mayHold(key, at);
   }
 
+  /**
+   * `mayHold`, then `add`: whether the key may have been claimed (up to the watermark, or added
+   * since, by an earlier call of this one included), before this call adds it.
+   */
+  testAndAdd(key: Uint8Array, claimedAtMs: number, at = 0): boolean {
+    return this.filter.testAndAdd(key, claimedAtMs, at);
+  }
+
   /** A key this process is about to claim (before its INSERT, so a concurrent writer of this process sees it). */
   add(key: Uint8Array, claimedAtMs: number, at = 0): void {
     this.filter.add(key, claimedAtMs, at);
@@ -221,54 +228,61 @@ export class ClaimView {
   /**
    * Reads the claims committed after `from` (a watermark this process read before its own write:
    * another write of this process may have moved the watermark past it meanwhile) into the
-   * filter, and moves the watermark past them. `markers` are row ids of this process's own writes (one row of each): the parts holding
-   * them are not read back (only their block is returned), so a lone writer reads almost nothing.
+   * filter, and moves the watermark past them. `markers` are row ids of this process's own writes
+   * (one row of each): the parts holding them are not read back (only their block is returned).
    * Rows of its own in another part (an INSERT spanning two partitions) come back in `others`
    * with their own row id. Claims read are added to the filter whatever their age: an older one
    * only costs a lookup.
+   *
+   * Two reads: the blocks committed after `from` (which are the caller's, and whether they hold
+   * claims: no key is computed or sent back), then, only when some other block holds claims, the
+   * claims of those blocks. A lone writer thus pays one narrow read per write.
    */
   async advance(client: ClickHouseClient, markers: readonly string[], from = this.mark): Promise<AdvanceResult> {
     const s = this.source;
     const p = new ParamBag();
     const w = p.add(from.toString(), 'UInt64');
     const own = p.add(markers, 'Array(UUID)');
-    // Per row, the `if` is evaluated lazily (short-circuit): own rows cost no key computation.
-    const theirs = `NOT ${s.rowId} IN ${own}`;
-    const others = (expr: string, empty: string) => (s.rowIdNamesWrite ? `groupArrayIf(if(${theirs}, ${expr}, ${empty}), ${theirs})` : `if(mine, [], groupArray(${expr}))`);
-    const rs = await client.query({
-      query: `SELECT toString(_block_number) AS b, toString(max(${PART_TOP})) AS top,
-                     groupArrayIf(toString(${s.rowId}), ${s.rowId} IN ${own}) AS marks, notEmpty(marks) AS mine,
-                     ${others(`hex(${s.key})`, "''")} AS keys,
-                     ${others(`toString(${s.rowId})`, "''")} AS ids,
-                     ${others(`toString(${s.scope})`, "''")} AS scopes,
-                     ${others(`toUnixTimestamp64Milli(${s.claimedAt})`, '0')} AS times
-              FROM ${s.table}
-              WHERE ${PART_TOP} > ${w} AND _block_number > ${w} AND ${s.isClaim}
-              GROUP BY _block_number`,
-      query_params: p.toParams(),
-      format: 'JSONCompactEachRow',
-    });
-    const rows = await rs.json<[string, string, string[], number, string[], string[], string[], number[]]>();
+    const blocks = await this.json<[string, string, string[], string]>(
+      client,
+      `SELECT toString(_block_number), toString(max(${PART_TOP})), groupUniqArrayIf(toString(${s.rowId}), ${s.rowId} IN ${own}), toString(countIf(${s.isClaim}))
+       FROM ${s.table} WHERE ${PART_TOP} > ${w} AND _block_number > ${w} GROUP BY _block_number`,
+      p,
+    );
     const result: AdvanceResult = { own: new Map(), others: [] };
     let top = from;
-    for (const [b, partTop, marks, mine, keys, ids, scopes, times] of rows) {
-      const block = BigInt(b);
+    const theirs: string[] = [];
+    for (const [b, partTop, marks, claims] of blocks) {
       if (BigInt(partTop) > top) top = BigInt(partTop);
-      if (mine) {
-        for (const m of marks) result.own.set(m, block);
-        continue;
-      }
-      for (let i = 0; i < keys.length; i++) {
-        const key = Buffer.from(keys[i], 'hex');
+      if (marks.length > 0) for (const m of marks) result.own.set(m, BigInt(b));
+      else if (claims !== '0') theirs.push(b);
+    }
+    if (theirs.length > 0) {
+      const q = new ParamBag();
+      const rows = await this.json<[string, string, string, string, number]>(
+        client,
+        `SELECT toString(_block_number), hex(${s.key}), toString(${s.rowId}), toString(${s.scope}), toUnixTimestamp64Milli(${s.claimedAt})
+         FROM ${s.table} WHERE ${PART_TOP} > ${q.add(from.toString(), 'UInt64')} AND _block_number IN ${q.add(theirs.map(BigInt), 'Array(UInt64)')} AND ${s.isClaim}`,
+        q,
+      );
+      for (const [b, hexKey, rowId, scope, time] of rows) {
+        const key = Buffer.from(hexKey, 'hex');
         const known = this.filter.mayHold(key);
-        this.filter.add(key, Number(times[i]));
-        result.others.push({ key, rowId: ids[i], scope: scopes[i], block, known });
+        this.filter.add(key, Number(time));
+        result.others.push({ key, rowId, scope, block: BigInt(b), known });
       }
     }
-    // Every part with a block number up to `top` was visible to this read (numbers are given at
-    // commit, in order), so every claim up to it is now in the filter.
+    // Every part with a block number up to `top` was visible to the first read (numbers are given
+    // at commit, in order), and the second read found every claim of those parts' blocks (rows
+    // keep their block number through merges), so every claim up to it is now in the filter.
     if (top > this.mark) this.mark = top;
     return result;
+  }
+
+  private async json<Row>(client: ClickHouseClient, query: string, p: ParamBag): Promise<Row[]> {
+    // Block numbers and part names are in no projection: the engine need not try them.
+    const rs = await client.query({ query, query_params: p.toParams(), format: 'JSONCompactEachRow', clickhouse_settings: { optimize_use_projections: 0 } });
+    return rs.json<Row>();
   }
 
   private async load(client: ClickHouseClient): Promise<void> {

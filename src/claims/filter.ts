@@ -118,9 +118,29 @@ export class ClaimFilter {
 
   /** Adds a key claimed at `claimedAtMs` (ignored without a window); claims older than the window are not kept. */
   add(key: Uint8Array, claimedAtMs: number, at = 0, now = Date.now()): void {
-    if (this.maxBytes === 0) return;
+    this.testAndAdd(key, claimedAtMs, at, now);
+  }
+
+  /**
+   * `mayHold` then `add` with one computation of the key's bits: whether the filter may have held
+   * the key before this call.
+   */
+  testAndAdd(key: Uint8Array, claimedAtMs: number, at = 0, now = Date.now()): boolean {
+    if (this.maxBytes === 0) return true;
+    fillMasks(key, at);
+    const h = blockHash(key, at);
+    let held = false;
+    for (const g of this.generations.values()) {
+      for (const s of g.segments) {
+        if (s.test(h)) {
+          held = true;
+          break;
+        }
+      }
+      if (held) break;
+    }
     const day = this.windowMs === undefined ? 0 : Math.floor(claimedAtMs / DAY_MS);
-    if (this.windowMs !== undefined && (day + 1) * DAY_MS <= now - this.windowMs) return;
+    if (this.windowMs !== undefined && (day + 1) * DAY_MS <= now - this.windowMs) return held;
     let g = this.generations.get(day);
     if (!g) {
       this.expire(now);
@@ -142,8 +162,8 @@ export class ClaimFilter {
         this.overCap++;
       }
     }
-    fillMasks(key, at);
-    s.set(blockHash(key, at));
+    s.set(h);
+    return held;
   }
 
   /** Drops the generations whose whole day is older than the window. */

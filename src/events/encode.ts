@@ -11,7 +11,8 @@
  * holds the two to agreeing: the walk accepts exactly the batches the schema accepts, and its
  * rows are the rows toEventRows makes of the schema's output.
  */
-import { hash, randomFillSync } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
+import { md5 } from 'js-md5';
 import { parse as parseUuid, stringify as stringifyUuid } from 'uuid';
 import { claimKey, type ClaimKey } from '../claims/claims.ts';
 import { charCount } from '../chars.ts';
@@ -33,7 +34,8 @@ const scratch = new RowBinaryWriter(1 << 16);
 
 /**
  * One request's rows as the group committer carries them: the RowBinary rows and, when some row
- * has a message id, each row's key, event id and offset in the body. After its flush,
+ * has a message id, each row's key (16 bytes each in one buffer, 16 zero bytes for a row without
+ * a message id, as `events.message_key` holds it), event id and offset in the body. After its flush,
  * `duplicates` says how many of its rows were not stored because their message id already was.
  * Nothing of the request but the chunk outlives the handler (a request waits up to an INSERT's
  * duration for its commit, and a parsed body referenced meanwhile would be copied by every young
@@ -45,13 +47,25 @@ export class EventChunk {
     readonly orgId: string,
     readonly body: Buffer,
     readonly rows: number,
-    /** Per row, its message key, or undefined; undefined when no row has a message id. */
-    readonly keys?: readonly (ClaimKey | undefined)[],
+    /** Per row, its message key (16 bytes at 16 x row; zeros: none); undefined when no row has a message id. */
+    readonly keys?: Buffer,
     /** With `keys`: the event ids, 16 bytes each. */
     readonly eventIds?: Buffer,
     /** With `keys`: where each row starts in `body`, and its end. */
     readonly offsets?: Uint32Array,
   ) {}
+
+  /** Whether a row has a message key (with `keys`). */
+  hasKey(row: number): boolean {
+    const k = this.keys!;
+    for (let i = 16 * row; i < 16 * row + 16; i++) if (k[i] !== 0) return true;
+    return false;
+  }
+
+  /** The message key of a row (a copy), or undefined without one. */
+  key(row: number): ClaimKey | undefined {
+    return this.keys && this.hasKey(row) ? Buffer.from(this.keys.subarray(16 * row, 16 * row + 16)) : undefined;
+  }
 
   /** The event id of a row (with `keys`). */
   eventId(row: number): string {
@@ -156,7 +170,7 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
   w.reset();
   const keyPrefix = orgId.toLowerCase() + ':';
   const offsets = new Uint32Array(n + 1);
-  let keys: (Buffer | undefined)[] | undefined;
+  let keys: Buffer | undefined;
 
   for (let seq = 0; seq < n; seq++) {
     offsets[seq] = w.length;
@@ -183,10 +197,13 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     w.string(messageId);
     if (messageId === '') w.bytes(NO_KEY);
     else {
-      // messageKey(orgId, messageId), its prefix lower-cased once per request.
-      const key = hash('md5', keyPrefix + messageId, 'buffer');
-      w.bytes(key);
-      (keys ??= new Array<Buffer | undefined>(n).fill(undefined))[seq] = key;
+      // messageKey(orgId, messageId), its prefix lower-cased once per request; the JS digest
+      // writes into the chunk's key buffer with no per-key object of the crypto binding.
+      const digest = md5.array(keyPrefix + messageId);
+      keys ??= Buffer.alloc(16 * n);
+      const at = 16 * seq;
+      for (let i = 0; i < 16; i++) keys[at + i] = digest[i];
+      w.bytes(keys, at, at + 16);
     }
 
     const properties = item.properties as Record<string, unknown> | null | undefined;

@@ -7,10 +7,12 @@
  * in the same part as the event, so no crash can store an event without its claim or the other
  * way round. One flush of the group committer (one INSERT for many requests, possibly of several
  * organizations, possibly racing other flushes of this or another instance):
- *   1. keeps the first occurrence of each key in the flush (same request or another one);
- *   2. asks the claim view about the rest: the keys it may hold (retries, and its false
- *      positives) are looked up in `events` (the last 7 days); claimed ones are left out;
- *   3. adds the keys it stores to the view and INSERTs;
+ *   1. tests each key against the claim view and adds it, in one step: a key the view cannot
+ *      have held is new (not claimed up to the watermark, not met earlier in the flush);
+ *   2. of the others, keeps the first occurrence of each key in the flush (same request or
+ *      another one) and looks the rest up in `events` (the last 7 days: retries, and the view's
+ *      false positives); claimed ones are left out;
+ *   3. INSERTs (its keys are in the view since step 1, for the other flushes of this process);
  *   4. advances the view (the claims committed since step 2, by block number): where another
  *      flush claimed one of its keys in a lower block (it committed first), this flush lost a
  *      race, and deletes its own copies (lightweight DELETE) before any request is answered; a
@@ -59,6 +61,15 @@ interface OwnRow {
   block?: bigint;
 }
 
+/** A row of a chunk. */
+interface RowRef {
+  chunk: EventChunk;
+  position: number;
+}
+
+/** A row's key as a map key (16 latin1 characters). */
+const keyId = (chunk: EventChunk, row: number) => chunk.keys!.toString('latin1', 16 * row, 16 * row + 16);
+
 /**
  * Stores the chunks' rows once per message id (steps above) with `insert`, which takes the bodies
  * to send as one INSERT. Sets each chunk's `duplicates`. Throws what `insert` or a read throws;
@@ -78,51 +89,73 @@ export async function insertOnce(
   await view.ready(client);
   const from = view.watermark;
 
-  // Step 1: the first occurrence of each key; step 2: those the view may hold.
-  const first = new Map<string, OwnRow>();
-  const repeated = new Map<EventChunk, number[]>();
-  const maybe: ClaimKey[] = [];
+  // Steps 1 and 2 in one pass, each key tested and added to the view at once: a key the view
+  // cannot have held was not claimed up to the watermark and was not met earlier in this flush
+  // (every earlier key of the flush was added before it). Only the others (repeats within the
+  // flush, retries, false positives) are sorted out by key, below. A key added here whose INSERT
+  // then fails stays in the view: a false positive, which only costs a lookup.
+  let keyed = 0;
+  const suspects: RowRef[] = [];
   for (const chunk of chunks) {
     if (!chunk.keys) continue;
-    chunk.keys.forEach((key, row) => {
-      if (key === undefined) return;
-      const id = key.toString('latin1');
-      if (first.has(id)) return void (repeated.get(chunk) ?? repeated.set(chunk, []).get(chunk)!).push(row);
-      first.set(id, { chunk, position: row, key });
-      if (view.mayHold(key)) maybe.push(key);
-    });
+    for (let row = 0; row < chunk.rows; row++) {
+      if (!chunk.hasKey(row)) continue;
+      keyed++;
+      if (view.testAndAdd(chunk.keys, now, 16 * row)) suspects.push({ chunk, position: row });
+    }
   }
-  const claimed = new Set<string>();
-  if (maybe.length > 0) {
-    const orgs = [...new Set(chunks.map((c) => c.orgId))];
-    for (const c of await view.lookup(client, maybe, orgs)) claimed.add(c.key.toString('latin1'));
+  // The rows left out, per chunk: repeats of a key met earlier in the flush, and keys claimed before.
+  const dropped = new Map<EventChunk, number[]>();
+  const drop = (chunk: EventChunk, row: number) => (dropped.get(chunk) ?? dropped.set(chunk, []).get(chunk)!).push(row);
+  if (suspects.length > 0) {
+    const first = new Map<string, RowRef>();
+    for (const chunk of chunks) {
+      if (!chunk.keys) continue;
+      for (let row = 0; row < chunk.rows; row++) {
+        if (!chunk.hasKey(row)) continue;
+        const id = keyId(chunk, row);
+        if (first.has(id)) drop(chunk, row);
+        else first.set(id, { chunk, position: row });
+      }
+    }
+    const maybe = suspects.filter((r) => {
+      const f = first.get(keyId(r.chunk, r.position))!;
+      return f.chunk === r.chunk && f.position === r.position;
+    });
+    if (maybe.length > 0) {
+      const orgs = [...new Set(chunks.map((c) => c.orgId))];
+      const claimed = new Set<string>();
+      for (const c of await view.lookup(client, maybe.map((r) => r.chunk.key(r.position)!), orgs)) claimed.add(c.key.toString('latin1'));
+      for (const r of maybe) if (claimed.has(keyId(r.chunk, r.position))) drop(r.chunk, r.position);
+    }
   }
 
-  // The rows left out, per chunk (ascending), and the rows this flush stores.
-  const own = new Map<string, OwnRow>();
-  const dropped = new Map<EventChunk, number[]>(repeated);
-  for (const [id, row] of first) {
-    if (claimed.has(id)) (dropped.get(row.chunk) ?? dropped.set(row.chunk, []).get(row.chunk)!).push(row.position);
-    else own.set(id, row);
-  }
   const bodies: Buffer[] = [];
+  let droppedRows = 0;
   for (const chunk of chunks) {
     const rows = dropped.get(chunk)?.sort((a, b) => a - b) ?? [];
     chunk.duplicates = rows.length;
+    droppedRows += rows.length;
     if (rows.length < chunk.rows) bodies.push(rows.length === 0 ? chunk.body : chunk.without(rows));
   }
-  for (const row of own.values()) view.add(row.key, now);
   if (bodies.length > 0) await insert(bodies);
-  if (own.size === 0 || !view.ordered) return;
+  if (keyed === droppedRows || !view.ordered) return;
 
-  // Step 4.
-  const markerRow = own.values().next().value!;
-  const marker = markerRow.chunk.eventId(markerRow.position);
+  // Step 4. The marker: the first row this flush stored with a key.
+  const marker = firstStored(chunks, dropped);
   const { own: ownBlocks, others } = await view.advance(client, [marker], from);
   const block = ownBlocks.get(marker);
   // The marker row is the flush's own: not finding it means something deleted it meanwhile, and
   // the order of this flush against others is unknown. A 503: the retry is decided afresh.
   if (block === undefined) throw new Error('message ids: the flush could not find its own rows after its INSERT');
+  if (others.length === 0) return;
+  // Claims of other parts: the rows this flush stored with a key, by key.
+  const own = new Map<string, OwnRow>();
+  for (const chunk of chunks) {
+    if (!chunk.keys) continue;
+    const left = new Set(dropped.get(chunk));
+    for (let row = 0; row < chunk.rows; row++) if (chunk.hasKey(row) && !left.has(row)) own.set(keyId(chunk, row), { chunk, position: row, key: chunk.key(row)! });
+  }
   for (const claim of others) {
     const row = own.get(claim.key.toString('latin1'));
     if (row && row.chunk.eventId(row.position) === claim.rowId) row.block = claim.block;
@@ -131,15 +164,15 @@ export async function insertOnce(
   // decided here; other keys the view already held are looked up (their first claim may be older
   // than this read), which only happens when writers raced.
   const contested: StoredClaim[] = [];
-  const suspects: StoredClaim[] = [];
+  const known: StoredClaim[] = [];
   for (const claim of others) {
     const row = own.get(claim.key.toString('latin1'));
     if (row && row.chunk.eventId(row.position) !== claim.rowId) contested.push(claim, { key: row.key, rowId: row.chunk.eventId(row.position), scope: row.chunk.orgId, block: row.block ?? block });
-    else if (!row && claim.known) suspects.push(claim);
+    else if (!row && claim.known) known.push(claim);
   }
-  if (suspects.length > 0) {
-    const orgs = [...new Set(suspects.map((c) => c.scope))];
-    contested.push(...(await view.lookup(client, suspects.map((c) => c.key), orgs)));
+  if (known.length > 0) {
+    const orgs = [...new Set(known.map((c) => c.scope))];
+    contested.push(...(await view.lookup(client, known.map((c) => c.key), orgs)));
   }
   const undone = losers(contested);
   if (undone.length === 0) return;
@@ -149,6 +182,19 @@ export async function insertOnce(
     const row = ownRows.get(c.rowId);
     if (row) row.chunk.duplicates++;
   }
+}
+
+/** The event id of the first row with a key that the flush stored (`dropped`: the rows it left out, ascending). */
+function firstStored(chunks: readonly EventChunk[], dropped: ReadonlyMap<EventChunk, readonly number[]>): string {
+  for (const chunk of chunks) {
+    if (!chunk.keys) continue;
+    const left = dropped.get(chunk) ?? [];
+    for (let row = 0, d = 0; row < chunk.rows; row++) {
+      while (d < left.length && left[d] < row) d++;
+      if (chunk.hasKey(row) && left[d] !== row) return chunk.eventId(row);
+    }
+  }
+  throw new Error('message ids: no stored row with a key');
 }
 
 /** Lightweight DELETE of these events (claims that lost); it returns once every query sees it. */

@@ -249,17 +249,16 @@ describe('rollups: the same answers as the raw table (property tests, real engin
     served = 0;
     queries = 0;
     expect(await completion(true)).to.deep.equal({ fully_completed: 6 });
-    // The rebuild changed the marks from this process, which then forgets the set it remembered:
-    // the query is compiled with nothing pending, the marks read beside it agree.
+    // Nothing pending: the marks read first, then the query compiled with nothing pending.
     expect([served, queries]).to.deep.equal([1, 2]);
     served = 0;
     queries = 0;
     expect(await completion(true)).to.deep.equal({ fully_completed: 6 });
-    // The set remembered now (empty) is the engine's: the query once, the marks beside it.
+    // Every read reads the marks again, first: nothing is remembered from the previous read.
     expect([served, queries]).to.deep.equal([1, 2]);
 
-    // A remembered set naming more slices than are pending still answers exactly (those slices
-    // are read raw): marked and taken back behind this process's back, the read is not repeated.
+    // Marked and taken back behind this process's back: each read answers exactly with the set
+    // of its own moment, in two queries.
     const mark = (pending: number) => svc.client.insert({ table: 'survey_rollup_pending', values: [{ org_id: orgId, survey_id: survey, hour: db(iso(BASE)), pending }], format: 'JSONEachRow' });
     await mark(1);
     expect(await completion(true)).to.deep.equal({ fully_completed: 6 });
