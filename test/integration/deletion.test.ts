@@ -104,6 +104,22 @@ describe('deleting survey responses (HTTP)', function () {
     await expectStored([records[1].id, records[4].id]);
   });
 
+  it('segment and hidden-field filters (answered from text indexes, schema/210) do not count a deleted response', async () => {
+    const group = randomUUID();
+    const tagged = [6, 7].map((i) => ({ ...record(i), group_ids: [group], hidden_fields: [{ key: 'plan', t: 0, v_s: 'pro' }] }));
+    expect((await write(tagged)).status).to.equal(200);
+    const filters = [
+      { type: 'response', key: 'respondent_segments', operator: 'eq', value: group },
+      { type: 'response.hidden_field', key: 'plan', operator: 'eq', value: 'pro' },
+    ];
+    const counts = async () => Promise.all(filters.map(async (f) => (await read('/response', { size: 10, filters: [f] })).body.hits.total.value as number));
+    expect(await counts()).to.deep.equal([2, 2]);
+    expect((await svc.request('DELETE', `/1.0/survey/response/${tagged[0].id}`, { token })).body).to.deep.equal({ deleted: 1 });
+    expect(await counts()).to.deep.equal([1, 1]);
+    expect((await svc.request('DELETE', `/1.0/survey/response/${tagged[1].id}`, { token })).body).to.deep.equal({ deleted: 1 });
+    expect(await counts()).to.deep.equal([0, 0]);
+  });
+
   it('the purge removes the deleted rows from disk (no row left under the deleted mask)', async () => {
     const count = async (sql: string) => Number((await (await svc.client.query({ query: sql, query_params: { org: svc.orgId }, format: 'JSONEachRow' })).json<{ c: string }>())[0].c);
     // The rows still on disk, deleted mask ignored: the deleted ones are there until the purge.

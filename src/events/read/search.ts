@@ -108,16 +108,25 @@ export function compileEventPage(input: EventSelection & { after?: EventPosition
 
 type CountRow = { total: number | string; after_total?: number | string } & WindowCounts;
 
-/** The count, then the page from the smallest window that holds the size + 1 matches it needs. */
+/**
+ * The count, then the page from the smallest window that holds the size + 1 matches it needs.
+ * The page of the newest window is asked beside the count: when it holds size + 1 matches, those
+ * are the newest size + 1 of the selection (every match outside it is older), so it is the page
+ * whatever the count says; otherwise the page is asked again from the window the count chose.
+ */
 export async function runEventSearch(run: RunQuery, input: EventSearchInput, options: { hours?: boolean } = {}): Promise<{ total: number; rows: EventReadRow[]; more: boolean }> {
   const windows = input.size > 0 ? eventPageWindowStarts(input, Date.now()) : [];
   const fromHours = options.hours !== false && !input.after && hoursServe(input);
+  const newest = windows.length ? run<EventReadRow>(compileEventPage(input, input.size + 1, windows[0])) : undefined;
+  // Awaited below or dropped: a failure of the count is the answer's failure, not an unhandled one.
+  newest?.catch(() => undefined);
   const [counts] = await run<CountRow>(fromHours ? compileEventCountFromHours(input, windows) : compileEventCount(input, windows));
   const total = Number(counts?.total ?? 0);
   const available = input.after ? Number(counts?.after_total ?? 0) : total;
   if (input.size === 0 || available === 0) return { total, rows: [], more: false };
+  const early = await newest;
   const window = smallestWindowHolding(counts, windows, Math.min(input.size + 1, available));
-  const rows = await run<EventReadRow>(compileEventPage(input, input.size + 1, window));
+  const rows = early && (early.length > input.size || window === windows[0]) ? early : await run<EventReadRow>(compileEventPage(input, input.size + 1, window));
   return { total, rows: rows.slice(0, input.size), more: rows.length > input.size };
 }
 
