@@ -212,8 +212,7 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
       w.varint(0);
     } else {
       if (check && (typeof properties !== 'object' || Array.isArray(properties))) throw notPlain;
-      if (w.string(JSON.stringify(properties)) > MAX_PROPERTIES_BYTES && check) throw notPlain;
-      writePropertyMap(w, properties);
+      writeProperties(w, properties, check);
     }
 
     const context = item.context as Record<string, unknown> | null | undefined;
@@ -292,28 +291,49 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
 }
 
 /**
- * `property_map` (Map(String, String): the number of entries, then each key and value) of
- * rows.ts propertyMapValue: the typed values the reads filter and group on, computed here once
- * rather than by the engine from the JSON text at every INSERT.
+ * `properties` (the JSON text, its UTF-8 length the size check) and `property_map`
+ * (Map(String, String): the number of entries, then each key and value) of rows.ts
+ * propertyMapValue: the typed values the reads filter and group on, computed here once rather than
+ * by the engine from the JSON text at every INSERT. An object or array value is stringified once,
+ * for both: the text is then built from the values' texts, as JSON.stringify writes it (keys in
+ * Object.keys order, undefined values left out); without such values one JSON.stringify call is
+ * cheaper.
  */
-function writePropertyMap(w: RowBinaryWriter, properties: Record<string, unknown>): void {
+function writeProperties(w: RowBinaryWriter, properties: Record<string, unknown>, check: boolean): void {
   const keys = Object.keys(properties);
   let entries = 0;
-  for (const key of keys) if (isMapped(properties[key])) entries++;
+  let nested: string[] | undefined;
+  for (let i = 0; i < keys.length; i++) {
+    const value = properties[keys[i]];
+    const type = typeof value;
+    if (type === 'string' || type === 'number' || type === 'boolean') entries++;
+    else if (type === 'object' && value !== null) {
+      entries++;
+      (nested ??= new Array<string>(keys.length))[i] = JSON.stringify(value);
+    }
+  }
+  let text: string;
+  if (!nested) text = JSON.stringify(properties);
+  else {
+    text = '{';
+    for (let i = 0; i < keys.length; i++) {
+      const value = properties[keys[i]];
+      const json = nested[i] ?? JSON.stringify(value);
+      if (json === undefined) continue;
+      text += (text.length === 1 ? '' : ',') + JSON.stringify(keys[i]) + ':' + json;
+    }
+    text += '}';
+  }
+  if (w.string(text) > MAX_PROPERTIES_BYTES && check) throw notPlain;
   w.varint(entries);
   if (entries === 0) return;
-  for (const key of keys) {
-    const value = propertyMapValue(properties[key]);
-    if (value === undefined) continue;
-    w.string(key);
-    w.string(value);
+  for (let i = 0; i < keys.length; i++) {
+    const value = properties[keys[i]];
+    const mapped = nested?.[i] !== undefined ? 'o' + nested[i] : propertyMapValue(value);
+    if (mapped === undefined) continue;
+    w.string(keys[i]);
+    w.string(mapped);
   }
-}
-
-/** propertyMapValue gives a value (without building it). */
-function isMapped(value: unknown): boolean {
-  const type = typeof value;
-  return type === 'string' || type === 'number' || type === 'boolean' || (type === 'object' && value !== null);
 }
 
 /** `count` empty Strings. */

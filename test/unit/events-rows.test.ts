@@ -89,6 +89,16 @@ describe('event rows', () => {
       );
     });
 
+    it('is uuid v5 of the documented name for any well-formed alias and group (property)', () => {
+      fc.assert(
+        fc.property(fc.string({ minLength: 1, maxLength: 255, unit: 'binary' }), fc.string({ maxLength: 40, unit: 'binary' }), (alias, type) => {
+          fc.pre([alias, type].every((s) => (s as string & { isWellFormed(): boolean }).isWellFormed()));
+          expect(userIdForAlias(ORG, alias)).to.equal(uuidV5(TALLYHOUSE_ID_NAMESPACE, JSON.stringify(['user', ORG.toLowerCase(), alias])));
+          expect(groupIdFor(ORG, type, alias)).to.equal(uuidV5(TALLYHOUSE_ID_NAMESPACE, JSON.stringify(['group', ORG.toLowerCase(), type, alias])));
+        }),
+      );
+    });
+
     it('pins the id of an alias (changing the derivation would split every user)', () => {
       expect(userIdForAlias(ORG, 'alice')).to.equal(uuidV5(TALLYHOUSE_ID_NAMESPACE, `["user","${ORG}","alice"]`));
     });
