@@ -5,7 +5,7 @@
  * service builds no row objects and no JSON but the `doc` (stored-doc.ts). An integration test
  * (test/integration/response-encode.test.ts) stores random records both ways and compares.
  */
-import type { ClickHouseClient } from '@clickhouse/client';
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { COMPLETION_VALUES } from './filters.ts';
@@ -22,8 +22,11 @@ export const RESPONSE_COLUMNS = [
 
 const COMPLETION_CODE = new Map<string, number>(COMPLETION_VALUES.map((c, i) => [c, i]));
 
-/** DateTime64(6) ticks of an API timestamp (`YYYY-MM-DDTHH:MM:SS.ffffffZ`, the parsed form). */
-function micros(api: string): bigint {
+/**
+ * DateTime64(6) ticks of an API timestamp (`YYYY-MM-DDTHH:MM:SS.ffffffZ`, the parsed form) or of
+ * its DateTime64(6) text (`YYYY-MM-DD HH:MM:SS.ffffff`, apiToDb): the fields sit at the same places.
+ */
+export function micros(api: string): bigint {
   const ms = Date.UTC(+api.slice(0, 4), +api.slice(5, 7) - 1, +api.slice(8, 10), +api.slice(11, 13), +api.slice(14, 16), +api.slice(17, 19));
   return BigInt(ms / 1000) * 1_000_000n + BigInt(+api.slice(20, 26));
 }
@@ -54,9 +57,38 @@ export function encodeResponses(records: readonly ResponseRecord[], orgId: strin
   return encodeRows(records, orgId).bytes;
 }
 
-/** The bytes of row i of `rows`. */
-export function rowBytes(rows: EncodedRows, i: number): Buffer {
-  return rows.bytes.subarray(i === 0 ? 0 : rows.ends[i - 1], rows.ends[i]);
+/** The body of an INSERT picked from encoded rows: adjacent rows of one buffer go as one chunk. */
+export class RowRuns {
+  readonly chunks: Buffer[] = [];
+  private from: EncodedRows | undefined;
+  private start = 0;
+  private end = 0;
+
+  /** Row i of `rows`. */
+  add(rows: EncodedRows, i: number): void {
+    const start = i === 0 ? 0 : rows.ends[i - 1];
+    if (this.from === rows && this.end === start) {
+      this.end = rows.ends[i];
+      return;
+    }
+    this.flush();
+    this.from = rows;
+    this.start = start;
+    this.end = rows.ends[i];
+  }
+
+  /** Bytes of rows encoded on their own. */
+  addBytes(bytes: Buffer): void {
+    this.flush();
+    this.chunks.push(bytes);
+  }
+
+  /** Ends the run being built; `chunks` is then the whole body. */
+  flush(): this {
+    if (this.from) this.chunks.push(this.from.bytes.subarray(this.start, this.end));
+    this.from = undefined;
+    return this;
+  }
 }
 
 /** One row of RESPONSE_COLUMNS per record, for the org, with where each row ends. */
@@ -123,17 +155,21 @@ function writeRow(w: RowBinaryWriter, r: ResponseRecord, orgId: string): void {
 
 const INSERT_RESPONSES = `INSERT INTO survey_responses (${RESPONSE_COLUMNS.join(', ')}) FORMAT RowBinary`;
 
-/** One INSERT of encoded rows; resolves once the engine has committed them. */
-export async function insertEncoded(client: ClickHouseClient, rows: Buffer): Promise<void> {
+/** One INSERT of encoded rows (in order, as one body); resolves once the engine has committed them. */
+export async function insertEncoded(client: ClickHouseClient, rows: Buffer | readonly Buffer[]): Promise<void> {
+  await insertRowBinary(client, INSERT_RESPONSES, Buffer.isBuffer(rows) ? [rows] : rows, {
+    // One part per week touched (schema/004 partitions by week): a batch of up to 1000
+    // records spread over years would pass the default limit of 100 partitions.
+    max_partitions_per_insert_block: '1000',
+  });
+}
+
+/** Runs `query` (an INSERT ... FORMAT RowBinary) with these bytes as its rows; resolves once committed. */
+export async function insertRowBinary(client: ClickHouseClient, query: string, chunks: readonly Buffer[], settings: ClickHouseSettings = {}): Promise<void> {
   const result = await client.exec({
-    query: INSERT_RESPONSES,
-    values: Readable.from([rows], { objectMode: false }),
-    clickhouse_settings: {
-      wait_end_of_query: 1,
-      // One part per week touched (schema/004 partitions by week): a batch of up to 1000
-      // records spread over years would pass the default limit of 100 partitions.
-      max_partitions_per_insert_block: '1000',
-    },
+    query,
+    values: Readable.from(chunks, { objectMode: false }),
+    clickhouse_settings: { wait_end_of_query: 1, ...settings },
   });
   // An INSERT answers with an empty body; read it to the end so the socket goes back to the pool.
   for await (const _ of result.stream);

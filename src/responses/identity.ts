@@ -24,7 +24,9 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { randomUUID } from 'node:crypto';
 import { claimKey, ClaimView, type ClaimTable, type ClaimViewOptions } from '../claims/claims.ts';
+import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
+import { insertRowBinary, micros } from './encode.ts';
 import { TenantOrg } from '../clickhouse/tenant.ts';
 import { QUERY_SETTINGS } from './compile.ts';
 
@@ -97,11 +99,7 @@ export async function agree(
   if (claims.size === 0) return known;
   const claim = randomUUID();
   if (ordered) for (const id of claims.keys()) view.add(keys.get(id)!, 0);
-  await client.insert({
-    table: 'survey_response_ids',
-    values: [...claims].map(([id, c]) => ({ org_id: orgId, id, survey_id: c.survey_id, created_at: c.created_at, claim })),
-    format: 'JSONEachRow',
-  });
+  await insertClaims(client, orgId, claims, claim);
   if (!ordered) {
     for (const [id, identity] of await storedIdentities(client, orgId, [...claims.keys()])) known.set(id, identity);
     return known;
@@ -115,4 +113,19 @@ export async function agree(
   const first = await storedIdentities(client, orgId, contested);
   for (const [id, identity] of claims) known.set(id, first.get(id) ?? identity);
   return known;
+}
+
+const INSERT_CLAIMS = 'INSERT INTO survey_response_ids (org_id, id, survey_id, created_at, claim) FORMAT RowBinary';
+
+/** The claims of these ids (lower case) with their identities, as one INSERT of the batch's claim UUID. */
+async function insertClaims(client: ClickHouseClient, orgId: string, claims: ReadonlyMap<string, Identity>, claim: string): Promise<void> {
+  const w = new RowBinaryWriter(claims.size * 72);
+  for (const [id, identity] of claims) {
+    w.uuid(orgId);
+    w.uuid(id);
+    w.uuid(identity.survey_id);
+    w.int64(micros(identity.created_at));
+    w.uuid(claim);
+  }
+  await insertRowBinary(client, INSERT_CLAIMS, [w.finish()]);
 }

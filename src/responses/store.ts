@@ -24,7 +24,7 @@ import { invalid, type Issue } from '../errors.ts';
 import { agree, type Identity } from './identity.ts';
 import type { ClaimView } from '../claims/claims.ts';
 import { apiToDb, type ResponseRecord } from './record.ts';
-import { encodeResponses, encodeRows, insertEncoded, rowBytes, type EncodedRows } from './encode.ts';
+import { encodeResponses, encodeRows, insertEncoded, RowRuns, type EncodedRows } from './encode.ts';
 import { dbToApi } from '../time/iso.ts';
 import type { RollupMaintainer } from './rollups/maintainer.ts';
 import type { Database } from '../clickhouse/connection.ts';
@@ -157,29 +157,31 @@ export async function insertGroup(db: Database, orgId: string, batches: readonly
       const writing = live();
       if (writing.length === 0) return members.map((m) => m.refusal ?? 0);
       // The records as stored: created_at fixed to the id's identity (column and doc alike); the
-      // others keep the bytes encoded at arrival.
-      const rows: Buffer[] = [];
+      // others keep the bytes encoded at arrival (runs of adjacent rows sent as one chunk).
+      const rows = new RowRuns();
+      const fixed: ResponseRecord[] = [];
       for (const m of writing) {
         m.stored = m.records.map((record, k) => {
           const identity = known.get(record.id.toLowerCase())!;
           if (identity.created_at === apiToDb(record.created_at)) {
-            rows.push(rowBytes(m.encoded, m.index[k]));
+            rows.add(m.encoded, m.index[k]);
             return record;
           }
-          const fixed = { ...record, created_at: dbToApi(identity.created_at) };
-          rows.push(encodeResponses([fixed], orgId));
-          return fixed;
+          const moved = { ...record, created_at: dbToApi(identity.created_at) };
+          rows.addBytes(encodeResponses([moved], orgId));
+          fixed.push(moved);
+          return moved;
         });
       }
       const stored = writing.flatMap((m) => m.stored);
       const seen = new Set(marked.map(sliceKey));
-      const more = hourSlicesOf(stored.map(sliceRow)).filter((slice) => !seen.has(sliceKey(slice)));
+      const more = hourSlicesOf(fixed.map(sliceRow)).filter((slice) => !seen.has(sliceKey(slice)));
       if (more.length > 0) {
         await rollups.mark(org, more);
         slices.push(more);
       }
       context?.released?.();
-      await insertEncoded(client, Buffer.concat(rows));
+      await insertEncoded(client, rows.flush().chunks);
       for (const done of slices.splice(0)) rollups.written(org, done);
       await holdAfterInsert(stored.map((r) => r.id.toLowerCase()));
       // A deletion in another process between the check above and the INSERT: take back what it

@@ -180,21 +180,29 @@ function shapeLevels(rules: readonly EventGroupByRule[], plans: readonly (Histog
   });
 }
 
-/** The bounds when a histogram needs them, the plans, then the grouped query. */
-export async function runEventAggregation(run: RunQuery, selection: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[], fresh = run, options: { hours?: boolean } = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: BucketRow[] }> {
+/** The series of the timestamp levels: the bounds read first when the range lacks a side. */
+async function planEventAggregation(fresh: RunQuery, selection: EventSelection, rules: readonly EventGroupByRule[]): Promise<(HistogramPlan | undefined)[]> {
   const needBounds = rules.some((r) => r.field === 'timestamp') && (selection.range?.start === undefined || selection.range?.end === undefined);
   const bounds = needBounds ? (await fresh<{ min: string | null; max: string | null }>(compileEventBounds(selection)))[0] : undefined;
   const plans = planEventLevels(rules, selection.range, bounds);
   checkDenseBuckets(plans);
+  return plans;
+}
+
+/** The bounds when a histogram needs them, the plans, then the grouped query. */
+export async function runEventAggregation(run: RunQuery, selection: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[], fresh = run, options: { hours?: boolean } = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: BucketRow[] }> {
+  const plans = await planEventAggregation(fresh, selection, rules);
   return { plans, rows: await run<BucketRow>(compileEventAggregation(selection, rules, plans, metrics, options)) };
 }
 
 export async function aggregateEvents(client: ClickHouseClient, selection: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<EventAggregationResult> {
   const started = performance.now();
   const { value: { plans, rows, releases } } = await cachedRequest(client, 'event aggregation', [selection, rules, metrics], RANKED_BUCKETS_SETTINGS, async ({ run, fresh }) => {
-    const found = await runEventAggregation(run, selection, rules, metrics, fresh);
-    // The releases on the timestamp histograms (src/releases/marks.ts), in the same cached answer.
-    return { ...found, releases: await releasesForSeries(fresh, selection.orgId, found.plans) };
+    const plans = await planEventAggregation(fresh, selection, rules);
+    // The releases on the timestamp histograms (src/releases/marks.ts), in the same cached answer,
+    // asked beside the grouped query (both need only the plans).
+    const [rows, releases] = await Promise.all([run<BucketRow>(compileEventAggregation(selection, rules, plans, metrics)), releasesForSeries(fresh, selection.orgId, plans)]);
+    return { plans, rows, releases };
   });
   const extra = metrics.includes('unique_users') ? ['unique_users'] : [];
   const shaped = shapeBuckets(shapeLevels(rules, plans), rows, extra, MAX_RESPONSE_BUCKETS, tooManyBuckets);
