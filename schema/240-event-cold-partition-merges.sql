@@ -1,0 +1,11 @@
+-- A month of events merged into one part once no event has been written into it for 8 days.
+-- The background merges stop at a few parts of similar size per partition (the data set of
+-- bench/events holds 2 to 6 per month), and a read's cost grows with them: every part has its own
+-- rows of event_counts for the same hours, and its own granules for each partial hour of
+-- event_times (src/events/read/hours.ts), so a range of 100 days read 17 parts' worth of both.
+-- A stored timestamp is never more than 7 days before its reception (schema/002), so a month's
+-- partition takes its last INSERT at most 7 days after the month ends: 8 quiet days mean it is
+-- closed, and it is rewritten once, in the background (merge threads run at a lower priority,
+-- src/clickhouse/engine.ts), not again with every late event. The current month keeps the merges
+-- of its level. What it costs and saves: bench/events/README.md.
+ALTER TABLE events MODIFY SETTING min_age_to_force_merge_seconds = 691200, min_age_to_force_merge_on_partition_only = 1;
