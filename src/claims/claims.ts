@@ -237,8 +237,23 @@ export class ClaimView {
    * Two reads: the blocks committed after `from` (which are the caller's, and whether they hold
    * claims: no key is computed or sent back), then, only when some other block holds claims, the
    * claims of those blocks. A lone writer thus pays one narrow read per write.
+   *
+   * `ownPartitions`: when the caller's write is one INSERT that made exactly one part in each of
+   * these partitions (ids as system.parts names them) and nothing else, the parts list alone can
+   * say that nobody else committed since `from`: every active part above `from` is then a fresh
+   * one (level 0, one block) of a distinct partition, one of these, and there are as many as
+   * these. The caller's parts are among them (committed after `from` was read), so they are all
+   * the caller's: no row is read, and every marker maps to the first of their blocks. Anything
+   * else (another writer's part, a merge that already took one of them) takes the reads above.
    */
-  async advance(client: ClickHouseClient, markers: readonly string[], from = this.mark): Promise<AdvanceResult> {
+  async advance(client: ClickHouseClient, markers: readonly string[], from = this.mark, ownPartitions?: ReadonlySet<string>): Promise<AdvanceResult> {
+    if (ownPartitions) {
+      const alone = await this.ownPartsOnly(client, from, ownPartitions);
+      if (alone) {
+        if (alone.top > this.mark) this.mark = alone.top;
+        return { own: new Map(markers.map((m) => [m, alone.first])), others: [] };
+      }
+    }
     const s = this.source;
     const p = new ParamBag();
     const w = p.add(from.toString(), 'UInt64');
@@ -277,6 +292,28 @@ export class ClaimView {
     // keep their block number through merges), so every claim up to it is now in the filter.
     if (top > this.mark) this.mark = top;
     return result;
+  }
+
+  /** `advance`'s parts-list case: the first and the last block when every part above `from` is the caller's. */
+  private async ownPartsOnly(client: ClickHouseClient, from: bigint, ownPartitions: ReadonlySet<string>): Promise<{ first: bigint; top: bigint } | undefined> {
+    const parts = await this.rows(
+      client,
+      `SELECT partition_id, level, toString(min_block_number), toString(max_block_number) FROM system.parts
+       WHERE database = currentDatabase() AND table = {t:String} AND active AND max_block_number > {w:UInt64}`,
+      { t: this.source.table, w: from.toString() },
+    );
+    if (parts.length !== ownPartitions.size) return undefined;
+    const seen = new Set<string>();
+    let first: bigint | undefined;
+    let top = from;
+    for (const [partition, level, min, max] of parts) {
+      if (level !== '0' || min !== max || !ownPartitions.has(partition) || seen.has(partition)) return undefined;
+      seen.add(partition);
+      const block = BigInt(max);
+      if (first === undefined || block < first) first = block;
+      if (block > top) top = block;
+    }
+    return first === undefined ? undefined : { first, top };
   }
 
   private async json<Row>(client: ClickHouseClient, query: string, p: ParamBag): Promise<Row[]> {

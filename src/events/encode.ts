@@ -53,6 +53,8 @@ export class EventChunk {
     readonly eventIds?: Buffer,
     /** With `keys`: where each row starts in `body`, and its end. */
     readonly offsets?: Uint32Array,
+    /** The earliest and the latest event time of its rows (epoch ms). */
+    readonly timeRange?: readonly [number, number],
   ) {}
 
   /** Whether a row has a message key (with `keys`). */
@@ -171,6 +173,8 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
   const keyPrefix = orgId.toLowerCase() + ':';
   const offsets = new Uint32Array(n + 1);
   let keys: Buffer | undefined;
+  let earliest = Infinity;
+  let latest = -Infinity;
 
   for (let seq = 0; seq < n; seq++) {
     offsets[seq] = w.length;
@@ -185,7 +189,10 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     w.uint16(seq);
     w.uuidBytes(ids, 32 * seq);
     w.dateTime64ms(received);
-    w.dateTime64ms(eventTime(item.timestamp, received, check));
+    const time = eventTime(item.timestamp, received, check);
+    w.dateTime64ms(time);
+    if (time < earliest) earliest = time;
+    if (time > latest) latest = time;
 
     const alias = optional(item.user_alias, MAX_CHARS.user_alias, check);
     w.string(alias);
@@ -284,10 +291,10 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
   }
   offsets[n] = w.length;
   const body = w.copyOut();
-  if (!keys) return new EventChunk(orgId, body, n);
+  if (!keys) return new EventChunk(orgId, body, n, undefined, undefined, undefined, [earliest, latest]);
   const eventIds = Buffer.allocUnsafe(16 * n);
   for (let i = 0; i < n; i++) ids.copy(eventIds, 16 * i, 32 * i, 32 * i + 16);
-  return new EventChunk(orgId, body, n, keys, eventIds, offsets);
+  return new EventChunk(orgId, body, n, keys, eventIds, offsets, [earliest, latest]);
 }
 
 /**

@@ -45,6 +45,32 @@ export const EVENT_CLAIMS: ClaimTable = {
   scope: 'org_id',
 };
 
+/**
+ * The partition id of an event time in `events` (schema/002: PARTITION BY toYYYYMM(timestamp),
+ * UTC): '202611'.
+ */
+export function eventPartition(ms: number): string {
+  const d = new Date(ms);
+  return String(d.getUTCFullYear() * 100 + d.getUTCMonth() + 1);
+}
+
+/**
+ * The partitions of a flush's rows when all of its chunks are stored whole: the months of each
+ * chunk's earliest and latest event (a chunk spans less than a month: MAX_EVENT_AGE_MS, never
+ * after reception), each of which holds one of its rows. Undefined when a row was left out (its
+ * month might then hold none of the flush's rows).
+ */
+function flushPartitions(chunks: readonly EventChunk[], droppedRows: number): Set<string> | undefined {
+  if (droppedRows > 0) return undefined;
+  const partitions = new Set<string>();
+  for (const c of chunks) {
+    if (!c.timeRange) return undefined;
+    partitions.add(eventPartition(c.timeRange[0]));
+    partitions.add(eventPartition(c.timeRange[1]));
+  }
+  return partitions;
+}
+
 /** The claim view of event message ids (one per process: every flush shares it). */
 export function eventClaimView(options: ClaimViewOptions): ClaimView {
   return new ClaimView(EVENT_CLAIMS, options);
@@ -143,7 +169,9 @@ export async function insertOnce(
 
   // Step 4. The marker: the first row this flush stored with a key.
   const marker = firstStored(chunks, dropped);
-  const { own: ownBlocks, others } = await view.advance(client, [marker], from);
+  // The INSERT made one part per partition of its rows (insertEvents: one block): when those are
+  // all that was committed since `from`, the parts list says so and no row is read back.
+  const { own: ownBlocks, others } = await view.advance(client, [marker], from, flushPartitions(chunks, droppedRows));
   const block = ownBlocks.get(marker);
   // The marker row is the flush's own: not finding it means something deleted it meanwhile, and
   // the order of this flush against others is unknown. A 503: the retry is decided afresh.

@@ -15,10 +15,14 @@
  * key), two answer filters, OR, and an aggregation with an `answer` level (its counts are not split
  * by the filter's answer).
  *
- * Completeness. Slices written before schema/110 hold no score arrays, slices written before
- * schema/111 no answer totals: the read carries, in the same query, whether every slice it read
- * holds what it needs (`answers_complete`), and the caller reads the raw table when one does not
- * (after `tallyhouse rollups rebuild` every slice does).
+ * Versions. Every slice row has a marker in the answer totals at its version (schema/111's view,
+ * schema/250's backfill), so the answer totals alone say which version of each slice is current:
+ * survey_rollup is not read for it.
+ *
+ * Completeness. Slices written before schema/110 hold no score arrays (their marker says
+ * complete = 0): the read carries, in the same query, whether every slice it read holds what it
+ * needs (`answers_complete`), and the caller reads the raw table when one does not (after
+ * `tallyhouse rollups rebuild` every slice does).
  */
 import type { ParamBag } from '../clickhouse/sql.ts';
 import type { AnswerFilterNode } from './answer-filter.ts';
@@ -47,8 +51,16 @@ export function answerTotalsFilter(selection: ResponseSelection): EqAnswer | und
   return found && found.dimensions.length === 0 ? found.answer : undefined;
 }
 
-/** The current version of each slice of the window: `(span, survey_id, start, version)` rows of survey_rollup FINAL. */
-const currentSlicesSql = (selection: ResponseSelection, w: RollupCover, bag: ParamBag) => `SELECT span, survey_id, start, version ${fromSlicesSql('survey_rollup', selection, w, bag)}`;
+/** The key of the markers: one per slice row, holding its `complete` (schema/111). */
+const MARKER_KEY = "question_id = '' AND value = ''";
+
+/**
+ * The markers of the window's slices, `(span, survey_id, start, version, complete)`: each slice's
+ * current version, since every slice row writes its marker (schema/111's view; schema/250 for the
+ * rows written before it), so survey_rollup itself need not be read.
+ */
+const currentMarkersSql = (selection: ResponseSelection, w: RollupCover, bag: ParamBag) =>
+  `SELECT span, survey_id, start, version, complete ${fromSlicesSql('survey_rollup_answers', selection, w, bag)} AND ${MARKER_KEY}`;
 
 /** The answer totals' key of the filter's answer. */
 function answerKeySql(selection: ResponseSelection, bag: ParamBag): string {
@@ -56,53 +68,41 @@ function answerKeySql(selection: ResponseSelection, bag: ParamBag): string {
   return `question_id = ${bag.add(answer.question, 'String')} AND value = ${bag.add(answer.values[0], 'String')}`;
 }
 
-/** The key of the markers: one per slice row, holding its `complete` (schema/111). */
-const MARKER_KEY = "question_id = '' AND value = ''";
-
 /**
  * `FROM ... WHERE ...` of the answer totals of the filter's answer in the window (the t_* columns
  * of the slice totals, one row per slice holding the answer), each at its slice's current version:
  * a row of an older version is an answer the slice no longer holds. Their completeness is
- * answerTotalsCompleteSql's (or answerTotalsJoinedSql's) to check.
+ * answerTotalsCompleteSql's to check.
  */
 export function answerTotalsRowsSql(selection: ResponseSelection, w: RollupCover, bag: ParamBag, arrayJoin?: string): string {
   return (
     `${fromSlicesSql('survey_rollup_answers', selection, w, bag, arrayJoin ? [`ARRAY JOIN ${arrayJoin}`] : [])} AND ${answerKeySql(selection, bag)} ` +
-    `AND (span, survey_id, start, version) IN (${currentSlicesSql(selection, w, bag)})`
+    `AND (span, survey_id, start, version) IN (SELECT span, survey_id, start, version FROM (${currentMarkersSql(selection, w, bag)}))`
   );
 }
 
-/**
- * Every slice of the window at its current version, joined with its marker and, when `columns`
- * asks for them, its answer totals row of the filter's answer: `SELECT <columns>, countIf(complete
- * = 0) AS <incomplete>` over the joined rows. A slice without a marker at its version (written
- * before schema/111) joins nothing and counts with the defaults (complete = 0, as join_use_nulls =
- * 0 is pinned), like one whose marker says its answer groups lack scores (schema/110); the t_* of
- * the marker are empty and those of a missing row the defaults (0, empty maps), so sums over the
- * joined rows are the answer's alone.
- */
-function answerTotalsJoinedSql(selection: ResponseSelection, w: RollupCover, bag: ParamBag, columns: string, incomplete: string): string {
-  const entries = columns ? `((${answerKeySql(selection, bag)}) OR (${MARKER_KEY}))` : MARKER_KEY;
-  const picked = columns ? ', t_rows, t_completion, t_end_reason, t_language, t_support, t_nps, t_csat, t_ces' : '';
-  return (
-    `SELECT ${columns ? `${columns}, ` : ''}countIf(complete = 0) AS ${incomplete} ` +
-    `FROM (${currentSlicesSql(selection, w, bag)}) AS slices ` +
-    `LEFT JOIN (SELECT span, survey_id, start, version, complete${picked} ${fromSlicesSql('survey_rollup_answers', selection, w, bag)} AND ${entries}) AS totals ` +
-    'USING (span, survey_id, start, version)'
-  );
-}
+/** The answer totals' columns, in the order of the tuple answerTotalsSummarySql picks per slice. */
+const TOTALS = ['complete', 't_rows', 't_completion', 't_end_reason', 't_language', 't_support', 't_nps', 't_csat', 't_ces'] as const;
 
 /**
- * The summary's part from the answer totals: `columns` (aggregates of the t_* columns, one row)
- * and `b_incomplete`, the slices of the window whose answer totals are missing or incomplete
- * (more than 0: the caller reads the raw table). One query, no second read for the check.
+ * The summary's part from the answer totals, in one read of survey_rollup_answers: per slice of
+ * the window, its marker and its row of the filter's answer, and of the two the newer, the
+ * answer's row on a tie. The marker is at the slice's current version, so the answer's row is
+ * taken only when it is at that version too; otherwise (no row, or a row of an answer the slice no
+ * longer holds) the marker's empty totals stand in. `columns` (aggregates of the t_* columns, one
+ * row) and `b_incomplete`, the slices whose answer totals are incomplete (more than 0: the caller
+ * reads the raw table).
  */
-export const answerTotalsSummarySql = (selection: ResponseSelection, w: RollupCover, bag: ParamBag, columns: string): string =>
-  answerTotalsJoinedSql(selection, w, bag, columns, 'b_incomplete');
+export function answerTotalsSummarySql(selection: ResponseSelection, w: RollupCover, bag: ParamBag, columns: string): string {
+  const newest = `argMax(tuple(${TOTALS.join(', ')}), (version, question_id != '')) AS newest`;
+  const rows = `SELECT span, survey_id, start, version, question_id, ${TOTALS.join(', ')} ${fromSlicesSql('survey_rollup_answers', selection, w, bag)} AND ((${answerKeySql(selection, bag)}) OR (${MARKER_KEY}))`;
+  const perSlice = `SELECT ${TOTALS.map((c, i) => `newest.${i + 1} AS ${c}`).join(', ')} FROM (SELECT ${newest} FROM (${rows}) GROUP BY span, survey_id, start)`;
+  return `SELECT ${columns}, countIf(complete = 0) AS b_incomplete FROM (${perSlice})`;
+}
 
 /** A scalar: 1 when every slice of the window has complete answer totals (schema/111), else 0. */
 export const answerTotalsCompleteSql = (selection: ResponseSelection, w: RollupCover, bag: ParamBag): string =>
-  `(SELECT incomplete = 0 FROM (${answerTotalsJoinedSql(selection, w, bag, '', 'incomplete')}))`;
+  `(SELECT countIf(complete = 0) = 0 FROM (${currentMarkersSql(selection, w, bag)}))`;
 
 /**
  * The answer groups of the filter's (question, value) in the window, one row per group with the

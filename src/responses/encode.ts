@@ -155,12 +155,19 @@ function writeRow(w: RowBinaryWriter, r: ResponseRecord, orgId: string): void {
 
 const INSERT_RESPONSES = `INSERT INTO survey_responses (${RESPONSE_COLUMNS.join(', ')}) FORMAT RowBinary`;
 
-/** One INSERT of encoded rows (in order, as one body); resolves once the engine has committed them. */
-export async function insertEncoded(client: ClickHouseClient, rows: Buffer | readonly Buffer[]): Promise<void> {
+/**
+ * One INSERT of encoded rows (in order, as one body); resolves once the engine has committed them.
+ * `oneRowPerId`: the caller sends at most one row per response id, so the insert-time collapse of
+ * ReplacingMergeTree (optimize_on_insert: a merge pass over every column of the block) would find
+ * nothing to collapse and is skipped. Readers do not depend on it: FINAL always merges a part
+ * written without it (level 0), and `tallyhouse seed` writes so too.
+ */
+export async function insertEncoded(client: ClickHouseClient, rows: Buffer | readonly Buffer[], oneRowPerId = false): Promise<void> {
   await insertRowBinary(client, INSERT_RESPONSES, Buffer.isBuffer(rows) ? [rows] : rows, {
     // One part per week touched (schema/004 partitions by week): a batch of up to 1000
     // records spread over years would pass the default limit of 100 partitions.
     max_partitions_per_insert_block: '1000',
+    ...(oneRowPerId ? { optimize_on_insert: 0 } : {}),
   });
 }
 

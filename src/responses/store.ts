@@ -157,19 +157,25 @@ export async function insertGroup(db: Database, orgId: string, batches: readonly
       const writing = live();
       if (writing.length === 0) return members.map((m) => m.refusal ?? 0);
       // The records as stored: created_at fixed to the id's identity (column and doc alike); the
-      // others keep the bytes encoded at arrival (runs of adjacent rows sent as one chunk).
+      // others keep the bytes encoded at arrival (runs of adjacent rows sent as one chunk). One row
+      // per id is sent (the version the table keeps, `kept`): the ids of a group's requests are
+      // disjoint, so the INSERT holds each id once and skips the engine's collapse pass.
       const rows = new RowRuns();
       const fixed: ResponseRecord[] = [];
       for (const m of writing) {
+        const winners = kept(m.records);
         m.stored = m.records.map((record, k) => {
           const identity = known.get(record.id.toLowerCase())!;
+          const sent = winners(k);
           if (identity.created_at === apiToDb(record.created_at)) {
-            rows.add(m.encoded, m.index[k]);
+            if (sent) rows.add(m.encoded, m.index[k]);
             return record;
           }
           const moved = { ...record, created_at: dbToApi(identity.created_at) };
-          rows.addBytes(encodeResponses([moved], orgId));
-          fixed.push(moved);
+          if (sent) {
+            rows.addBytes(encodeResponses([moved], orgId));
+            fixed.push(moved);
+          }
           return moved;
         });
       }
@@ -181,7 +187,7 @@ export async function insertGroup(db: Database, orgId: string, batches: readonly
         slices.push(more);
       }
       context?.released?.();
-      await insertEncoded(client, rows.flush().chunks);
+      await insertEncoded(client, rows.flush().chunks, true);
       for (const done of slices.splice(0)) rollups.written(org, done);
       await holdAfterInsert(stored.map((r) => r.id.toLowerCase()));
       // A deletion in another process between the check above and the INSERT: take back what it
@@ -208,6 +214,24 @@ export async function insertGroup(db: Database, orgId: string, batches: readonly
 
 const sliceKey = (slice: HourSlice) => `${slice.surveyId}/${slice.hour}`;
 const sliceRow = (r: ResponseRecord) => ({ survey_id: r.survey_id, created_at: apiToDb(r.created_at) });
+
+/**
+ * The places of the records the table keeps of each id: the latest updated_at, the last of those
+ * on a tie (what ReplacingMergeTree(updated_at) keeps of versions inserted in this order).
+ */
+function kept(records: readonly ResponseRecord[]): (k: number) => boolean {
+  const best = new Map<string, number>();
+  let repeated = false;
+  records.forEach((r, k) => {
+    const id = r.id.toLowerCase();
+    const at = best.get(id);
+    if (at !== undefined) repeated = true;
+    if (at === undefined || apiToDb(r.updated_at) >= apiToDb(records[at].updated_at)) best.set(id, k);
+  });
+  if (!repeated) return () => true;
+  const winners = new Set(best.values());
+  return (k) => winners.has(k);
+}
 
 /** The oldest updated_at of the records, DateTime64(6) text. */
 function oldestUpdate(records: readonly ResponseRecord[]): string {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { ClaimView } from '../../src/claims/claims.ts';
-import { EVENT_CLAIMS, encodeEventChunk, eventClaimView, insertOnce, messageKey } from '../../src/events/message-ids.ts';
+import { EVENT_CLAIMS, encodeEventChunk, eventClaimView, eventPartition, insertOnce, messageKey } from '../../src/events/message-ids.ts';
 import { insertEvents } from '../../src/events/routes.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
 import { startTestService, type TestService } from './harness.ts';
@@ -74,6 +74,41 @@ describe('claims (events.message_key, real engine)', () => {
     expect(b.mayHold(messageKey(org, 'm1'))).to.equal(true);
     expect((await flush(b, org, ['m1'])).duplicates).to.equal(1);
     expect(await copies(org)).to.deep.equal({ m1: 1, m2: 1, m3: 1 });
+  });
+
+  it("a lone writer's flush reads back only the parts list, also over two months; another writer's part in between takes the read by block number", async () => {
+    const org = randomUUID();
+    const v = view();
+    await v.ready(svc.client);
+    // Received on the 2nd of this month, one event 2.5 days earlier: two partitions, two parts.
+    const now = new Date();
+    const receivedAt = new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 2));
+    const earlier = new Date(receivedAt.getTime() - 60 * 3_600_000).toISOString();
+    const c = encodeEventChunk(org, parseEventBatch([{ ...track('p1'), timestamp: earlier }, track('p2')]), receivedAt);
+    expect(new Set(c.timeRange!.map(eventPartition)).size).to.equal(2);
+    // Reads of the rows of events (the parts list is system.parts).
+    const rowReads = async () => {
+      await svc.client.command({ query: 'SYSTEM FLUSH LOGS' });
+      const rs = await svc.client.query({
+        query: "SELECT toUInt32(count()) AS n FROM system.query_log WHERE type = 'QueryFinish' AND current_database = currentDatabase() AND query_kind = 'Select' AND has(tables, concat(currentDatabase(), '.events'))",
+        format: 'JSONEachRow',
+      });
+      return (await rs.json<{ n: number }>())[0].n;
+    };
+    const before = await rowReads();
+    const top = v.watermark;
+    await insertOnce(svc.client, [c], (bodies) => insertEvents(svc.client, bodies), { claims: v });
+    expect(await rowReads()).to.equal(before);
+    expect(v.watermark > top).to.equal(true);
+    // The engine's partitions are the ones the flush computed.
+    const rs = await svc.client.query({ query: 'SELECT DISTINCT _partition_id AS p FROM events WHERE org_id = {org:UUID} ORDER BY p', query_params: { org }, format: 'JSONEachRow' });
+    expect((await rs.json<{ p: string }>()).map((r) => r.p)).to.deep.equal([...new Set(c.timeRange!.map(eventPartition))].sort());
+    // Another writer commits a claim of p3 unseen: the next flush's parts list has its part too.
+    await insertEvents(svc.client, [chunk(org, ['p3']).body]);
+    await flush(v, org, ['p4']);
+    expect(await rowReads()).to.be.greaterThan(before);
+    expect(v.mayHold(messageKey(org, 'p3'))).to.equal(true);
+    expect((await flush(v, org, ['p3'])).duplicates).to.equal(1);
   });
 
   it('a later copy whose writer died before deleting it is deleted by the next flush that reads it', async () => {

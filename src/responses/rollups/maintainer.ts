@@ -31,7 +31,9 @@
  * slice written during the one before, and most of them for nothing (the writes that follow keep
  * the slices marked); the next round waits PACE times as long as the last one took, so a round
  * covers the writes of PACE + 1 times its time and recomputes use at most 1 / (PACE + 1) of it.
- * A round of a few slices takes little, so the wait after it stays short.
+ * A round of a few slices takes little, so the wait after it stays short. The price of a larger
+ * PACE is how long written hours stay pending after their writes (read from the raw table: exact,
+ * slower), up to PACE round times; a smaller one recomputes the same slices more often.
  *
  * A failed round (engine down) puts its slices back and is retried after RETRY_MS; until then
  * they are read from the raw table.
@@ -53,7 +55,7 @@ import { takeOverDeadOwners } from './takeover.ts';
 /** Writes arriving within this time of the first one share its round. */
 const GATHER_MS = 50;
 /** The wait after a round, as a multiple of its time (the header). */
-const PACE = 3;
+const PACE = 8;
 /** After a failed round. */
 const RETRY_MS = 2000;
 /** Between two checks for dead owners (the first runs at start). */
