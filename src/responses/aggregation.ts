@@ -54,7 +54,7 @@ import { parseInstantMicros, planSeries, type HistogramPlan } from '../query/his
 import { checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, tooManyBuckets } from '../query/ranked-buckets.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
-import { filtersServable, groupsFromTotals, rollupAnswersSql, rollupGroupsSql, type GroupColumn } from './rollups/groups.ts';
+import { filtersServable, groupsFromTotals, rollupAnswersSql, rollupGroupsSql, rollupTotalsWithAnswersSql, type GroupColumn } from './rollups/groups.ts';
 import { grainOf, rollupCover, rulesServable, runWithPending, type Pending, type ReadOptions, type RollupCover } from './rollups/read.ts';
 import type { Span } from './rollups/slices.ts';
 
@@ -207,12 +207,19 @@ export function weightedSource(
   }
   // The group columns the levels' keys read (survey_id and created_at are on every rollup row).
   const columns = rules.flatMap((r): GroupColumn[] => (r.kind === 'completion' || r.kind === 'end_reason' ? [r.kind] : []));
-  const groups = metrics.length === 0 ? rollupGroupsSql(selection, rollup, bag, columns) : rollupMetricGroupsSql(selection, rollup, bag, columns, metrics);
   const fromTotals = metrics.length === 0 ? groupsFromTotals(selection, columns) : metricGroupsFromTotals(selection, columns);
-  sources.push(`SELECT ${keysWith('CAST(NULL AS Nullable(String))')}, ${weights((d) => (answerLevel === 0 || d < answerLevel ? 'x_rows' : '0'))}${metricRowColumns(metrics, GROUP_METRIC_ROW)} FROM (${groups})`);
-  if (answerLevel > 0) {
-    const rule = rules[answerLevel - 1] as Extract<GroupByRule, { kind: 'answer' }>;
-    sources.push(`SELECT ${keysWith('CAST(answer_value AS Nullable(String))')}, ${weights((d) => (d >= answerLevel ? 'x_rows' : '0'))} FROM (${rollupAnswersSql(selection, rollup, rule.questionId, bag, columns)})`);
+  const answerRule = answerLevel > 0 ? (rules[answerLevel - 1] as Extract<GroupByRule, { kind: 'answer' }>) : undefined;
+  // Both the slice totals and the question's answer counts from one read where totals serve both:
+  // the total's row (answer_value NULL) counts above the answer level, the answers' rows from it down.
+  const both = answerRule && metrics.length === 0 ? rollupTotalsWithAnswersSql(selection, rollup, answerRule.questionId, bag, columns) : undefined;
+  if (both) {
+    sources.push(`SELECT ${keysWith('answer_value')}, ${weights((d) => (d < answerLevel ? 'if(answer_value IS NULL, x_rows, 0)' : 'if(answer_value IS NULL, 0, x_rows)'))} FROM (${both})`);
+  } else {
+    const groups = metrics.length === 0 ? rollupGroupsSql(selection, rollup, bag, columns) : rollupMetricGroupsSql(selection, rollup, bag, columns, metrics);
+    sources.push(`SELECT ${keysWith('CAST(NULL AS Nullable(String))')}, ${weights((d) => (answerLevel === 0 || d < answerLevel ? 'x_rows' : '0'))}${metricRowColumns(metrics, GROUP_METRIC_ROW)} FROM (${groups})`);
+    if (answerRule) {
+      sources.push(`SELECT ${keysWith('CAST(answer_value AS Nullable(String))')}, ${weights((d) => (d >= answerLevel ? 'x_rows' : '0'))} FROM (${rollupAnswersSql(selection, rollup, answerRule.questionId, bag, columns)})`);
+    }
   }
   return {
     source: `FROM (${sources.join(' UNION ALL ')})`,

@@ -86,6 +86,22 @@ export function rollupGroupsSql(selection: ResponseSelection, w: RollupCover, ba
 }
 
 /**
+ * The slice totals and the answer counts of one question in ONE read of the slice rows, where both
+ * come from totals (no filter, no group column): per slice a row with `answer_value` NULL and the
+ * slice's response count (t_rows), then a row per value of the question with its count (q_*).
+ * Columns survey_id, created_at, answer_value, x_rows. An aggregation with an answer level needs
+ * both, and each FINAL read of survey_rollup costs its planning again; undefined when the totals
+ * do not serve them.
+ */
+export function rollupTotalsWithAnswersSql(selection: ResponseSelection, w: RollupCover, questionId: string, bag: ParamBag, columns: readonly GroupColumn[]): string | undefined {
+  if (selection.filters.length > 0 || columns.length > 0) return undefined;
+  const q = bag.add(questionId, 'String');
+  const only = (column: string) => `arrayFilter((x, q) -> q = ${q}, ${column}, q_question_id)`;
+  const arrays = `arrayPushFront(CAST(${only('q_value')}, 'Array(Nullable(String))'), NULL) AS answer_value, arrayPushFront(${only('q_responses')}, t_rows) AS x_rows`;
+  return `SELECT survey_id, start AS created_at, answer_value, x_rows ${rollupRowsSql(selection, w, bag, arrays)}`;
+}
+
+/**
  * Answer counts of one question in the window: survey_id, created_at, answer_value, x_rows and
  * the group columns the other levels or the filters need (`columns`: channel_id, completion,
  * end_reason, language). With no filter and no such column, the per-(question, value) totals
