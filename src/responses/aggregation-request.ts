@@ -4,9 +4,9 @@
  * interval and bucket count (src/metrics/compare.ts), the releases on every date level
  * (src/releases/marks.ts), and the shaping that aligns the trees and adds each metric's change.
  *
- * The periods are read in one query where the rollups serve them all (aggregation-periods.ts),
- * side by side otherwise, and the whole request is cached as one entry (result-cache.ts), so an
- * answer always comes from one consistent run.
+ * The periods are read side by side after one read of the pending marks (aggregation-periods.ts),
+ * and the whole request is cached as one entry (result-cache.ts), so an answer always comes from
+ * one run.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { RunQuery } from '../clickhouse/sql.ts';
@@ -72,7 +72,7 @@ export async function runAggregationRequest(run: RunQuery, selection: ResponseSe
     const plans = planLevels(rules, selection.range, {});
     const comparisons = planComparisons(request.compare, range, plans);
     const shifted = comparisons.map((c): ResponseSelection => ({ ...selection, range: { start: formatDbMicros(c.range.start), end: formatDbMicros(c.range.end) } }));
-    // Every period in one query where the rollups serve them all (aggregation-periods.ts).
+    // Every period's query side by side, after one read of the pending marks (aggregation-periods.ts).
     const rows = runPeriods(run, [{ selection, plans }, ...comparisons.map((c, i) => ({ selection: shifted[i], plans: c.plans }))], rules, { ...options, metrics });
     periods = [
       rows.then(([main]) => ({ plans, rows: main, range })),

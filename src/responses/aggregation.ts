@@ -164,7 +164,7 @@ export function compileAggregation(
  * The levels that never pass MAX_TERMS_BUCKETS buckets under one parent: a date level's series
  * (at most MAX_HISTOGRAM_BUCKETS, no more than MAX_TERMS_BUCKETS) and completion (three values).
  */
-export function boundedLevels(rules: readonly GroupByRule[]): boolean[] {
+function boundedLevels(rules: readonly GroupByRule[]): boolean[] {
   return rules.map((r) => r.kind === 'date' || r.kind === 'completion');
 }
 
@@ -187,7 +187,7 @@ function firstFlagsPerDepth(rules: readonly GroupByRule[]): string[] {
  * - rollup answer counts (of the one answer level's question): their count from that level down.
  * `fromTotals`: whether the rollup groups came from the slice totals (for the answers' completeness check).
  */
-export function weightedSource(
+function weightedSource(
   selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupCover, bag: ParamBag, metrics: readonly MetricName[],
 ): { source: string; keys: string[]; count: string; fromTotals: boolean } {
   const n = rules.length;
