@@ -146,7 +146,7 @@ export function answersCompleteSql(selection: ResponseSelection, w: RollupCover,
  * came from the answer totals (`fromTotals`: rollups/read.ts groupsFromTotals), answersCompleteSql
  * when from the answer groups; undefined for a selection without a served answer filter.
  */
-export function answersCheckSql(selection: ResponseSelection, w: RollupCover | undefined, bag: ParamBag, fromTotals: boolean): string | undefined {
+function answersCheckSql(selection: ResponseSelection, w: RollupCover | undefined, bag: ParamBag, fromTotals: boolean): string | undefined {
   if (!w || !answerGroupFilter(selection)) return undefined;
   return fromTotals && answerTotalsFilter(selection) ? answerTotalsCompleteSql(selection, w, bag) : answersCompleteSql(selection, w, bag);
 }
