@@ -18,7 +18,7 @@ import { formatDbMicros, formatMicros, parseInstantMicros, type HistogramPlan } 
 import { markReleases, releasesForSeries } from '../releases/marks.ts';
 import type { Release } from '../releases/schema.ts';
 import {
-  countsByPath, planLevels, runAggregation, shapeAggregation, type AggregationResult, type AggregationRow, type LevelResult,
+  countsByPath, planLevels, runAggregation, shapeAggregation, type AggregationResult, type AggregationRow,
 } from './aggregation.ts';
 import { runPeriods } from './aggregation-periods.ts';
 import type { ResponseSelection } from './compile.ts';

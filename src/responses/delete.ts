@@ -5,7 +5,6 @@
  * so every read, rollup-served or not, stops counting them as soon as the 202 is sent. The rows
  * leave the disk at the purge that follows (PURGE_DELAY_MS) or when their parts merge.
  */
-import type { ClickHouseClient } from '@clickhouse/client';
 import type { Database } from '../clickhouse/connection.ts';
 import { deleteWhere, purgeDeleted } from '../clickhouse/delete.ts';
 import { ParamBag } from '../clickhouse/sql.ts';

@@ -7,7 +7,7 @@ import { planComparisons, type CompareSpec } from '../../src/metrics/compare.ts'
 import {
   meanDifference, meanInterval, momentsOf, npsDifference, npsInterval, proportionDifference, round, roundInterval, wilsonInterval, type Difference,
 } from '../../src/metrics/statistics.ts';
-import { bucketIndex, formatDbMicros, formatMicros, parseInstantMicros, planHistogram, type HistogramPlan } from '../../src/query/histogram.ts';
+import { bucketIndex, formatMicros, parseInstantMicros, planHistogram, type HistogramPlan } from '../../src/query/histogram.ts';
 import { aggregationBodySchema } from '../../src/responses/aggregation.ts';
 import { runAggregationRequest, shapeAggregationRequest } from '../../src/responses/aggregation-request.ts';
 import { QUERY_SETTINGS, selectionOf } from '../../src/responses/compile.ts';

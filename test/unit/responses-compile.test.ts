@@ -44,8 +44,6 @@ type Case = [filter: Record<string, unknown>, sql: string, params: Record<string
 const r = (key: string, operator: string, arg?: { value?: unknown; values?: unknown[] }) => ({ type: 'response', key, operator, ...arg });
 const hf = (key: string, operator: string, arg?: { value?: unknown; values?: unknown[] }) => ({ type: 'response.hidden_field', key, operator, ...arg });
 
-const ARR_S = (arrays: string) => arrays; // readability only
-
 const cases: Case[] = [
   // respondent_id / channel_id: UUID columns
   ...(['respondent_id', 'channel_id'] as const).flatMap((k): Case[] => [
