@@ -6,6 +6,9 @@ import { resolve } from 'node:path';
  */
 export const DEFAULT_CLAIM_FILTER_MAX_BYTES = 256 * 1024 * 1024;
 
+/** USER_NUMBERS_MAX_USERS when unset: 3 million known users, about 256 MiB at BYTES_PER_KNOWN_USER (src/events/user-numbers.ts). */
+export const DEFAULT_USER_NUMBERS_MAX_USERS = 3_000_000;
+
 /**
  * The environment, parsed once into a typed config. A bad value stops start-up with a message
  * naming the key, the value and what is allowed (ConfigError).
@@ -48,6 +51,8 @@ export interface Config {
   tokenMaxConcurrentLookups: number;
   /** Bytes each claim view's filter may hold (src/claims/filter.ts, 6 bytes per key); 0: every key is looked up. */
   claimFilterMaxBytes: number;
+  /** Known users whose dense numbers each process holds in memory (src/events/user-numbers.ts); 0: every flush looks them up. */
+  userNumbersMaxUsers: number;
 }
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
@@ -173,6 +178,7 @@ export function loadConfig(env: Env = process.env): Config {
     tokenCacheTtlMs: int(env, 'TOKEN_CACHE_TTL_MS', 5000, 0, 3_600_000),
     tokenMaxConcurrentLookups: int(env, 'TOKEN_MAX_CONCURRENT_LOOKUPS', 16, 1, 1024),
     claimFilterMaxBytes: int(env, 'CLAIM_FILTER_MAX_BYTES', DEFAULT_CLAIM_FILTER_MAX_BYTES, 0, 64 * 1024 * 1024 * 1024),
+    userNumbersMaxUsers: int(env, 'USER_NUMBERS_MAX_USERS', DEFAULT_USER_NUMBERS_MAX_USERS, 0, 1_000_000_000),
   };
 }
 
@@ -207,5 +213,6 @@ export const CONFIG_KEYS: ReadonlyArray<[string, string, string]> = [
   ['LOG_LEVEL', 'info', 'debug, info, warn, error or silent'],
   ['TOKEN_CACHE_TTL_MS', '5000', 'token lookups (known and unknown) are cached this long: a revoked token stops working within it; 0 = no cache'],
   ['CLAIM_FILTER_MAX_BYTES', '268435456', 'memory of each in-memory claim filter (message ids, Idempotency-Keys, survey-response ids; 6 bytes per key); past it more keys are looked up in the engine; 0 = every key'],
+  ['USER_NUMBERS_MAX_USERS', '3000000', 'known users whose dense numbers (unique-user bitmaps) each process holds in memory, ~80 bytes each; an organization past it has its users looked up at each flush with new or unknown users; 0 = always looked up'],
   ['TOKEN_MAX_CONCURRENT_LOOKUPS', '16', 'token lookups sent to the engine at once; past it, a request with a token not in the cache gets 503 + Retry-After'],
 ];

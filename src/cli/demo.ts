@@ -47,7 +47,7 @@ export async function ensureDemo(db: Database, dataDir: string, log: Logger): Pr
   log.info({ msg: 'seeding demo survey responses', responses: DEMO_RESPONSES });
   const seeded = await seedResponses(db.client(), { orgId, responses: DEMO_RESPONSES, surveys: 3, days: 30, respondents: DEMO_USERS, eventUsers: true });
   log.info({ msg: 'seeding demo events', events: DEMO_EVENTS });
-  await seedEvents(db.client(), { orgId, events: DEMO_EVENTS, days: 30, users: DEMO_USERS });
+  await seedEvents(db.client(), { orgId, events: DEMO_EVENTS, days: 30, users: DEMO_USERS, db });
   // A release in the middle of the data: the histograms mark it, and `/1.0/release/latest/impact` compares the 14 days around it.
   await createRelease(db.client(), orgId, { name: 'Demo release', version: '1.0.0', description: '', tags: ['demo'], released_at: fromMillis(Date.now() - 15 * 86_400_000) });
   const demo: Demo = { org_id: orgId, tokens, survey_ids: seeded.surveyIds };

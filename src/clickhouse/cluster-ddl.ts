@@ -92,7 +92,7 @@ export function clusterStatements(statement: string, tables: ReadonlySet<string>
   if ((m = /^ALTER\s+TABLE\s+(\w+)\s+([\s\S]*)$/i.exec(s))) {
     const [, table, rest] = m;
     if (!tables.has(table) || EVERY_NODE.has(table)) return [`ALTER TABLE ${table}${on} ${rest}`];
-    const out = [`ALTER TABLE ${localName(table)}${on} ${rest}`];
+    const out = [`ALTER TABLE ${localName(table)}${on} ${localJoinGets(rest, tables)}`];
     // The Distributed table mirrors the columns (not indexes, projections, TTLs, sorting keys or
     // mutations): a new column's sorting key (`ADD COLUMN c ..., MODIFY ORDER BY (..., c)`, one
     // statement as the engine requires) stays with the local table.
@@ -145,6 +145,14 @@ export function replicateEngine(rest: string, table: string, layout: ClusterLayo
 
 function localTarget(table: string, tables: ReadonlySet<string>): string {
   return tables.has(table) && !EVERY_NODE.has(table) ? localName(table) : table;
+}
+
+/**
+ * joinGet('[{database}.]t', ...) of a schema table -> its local table: a mutation of a local table runs on its
+ * node, where the Join table of the same organizations is the local one (a backfill, schema/231).
+ */
+function localJoinGets(sql: string, tables: ReadonlySet<string>): string {
+  return sql.replace(/\bjoinGet\('((?:\{database\}\.)?)(\w+)'/g, (whole, db: string, name: string) => (tables.has(name) && !EVERY_NODE.has(name) ? `joinGet('${db}${localName(name)}'` : whole));
 }
 
 /** FROM t / JOIN t / IN t of a schema table -> its local table (inside views and backfills). */

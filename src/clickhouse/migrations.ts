@@ -51,6 +51,14 @@ export function statementsFor(m: Migration, all: readonly Migration[], layout: C
   return m.statements.flatMap((s) => clusterStatements(s, tables, layout));
 }
 
+/**
+ * `{database}` in a statement -> the service's database: for what the engine resolves outside the
+ * statement's session, where no database is current (a table named in a mutation's joinGet).
+ */
+export function withDatabase(statement: string, database: string): string {
+  return statement.replaceAll('{database}', database);
+}
+
 const MIGRATIONS_TABLE = `CREATE TABLE IF NOT EXISTS schema_migrations (version UInt32, name String, checksum String, applied_at DateTime64(3, 'UTC') DEFAULT now64(3))
             ENGINE = ReplacingMergeTree ORDER BY version`;
 
@@ -79,7 +87,7 @@ async function migrateNode(node: { client: ClickHouseClient; admin: ClickHouseCl
   const done: string[] = [];
   for (const m of migrations) {
     if (applied.has(m.version)) continue;
-    for (const statement of statementsFor(m, migrations, layout)) await node.client.command({ query: statement });
+    for (const statement of statementsFor(m, migrations, layout)) await node.client.command({ query: withDatabase(statement, database) });
     await node.client.insert({ table: 'schema_migrations', values: [{ version: m.version, name: m.name, checksum: m.checksum }], format: 'JSONEachRow' });
     done.push(m.name);
   }

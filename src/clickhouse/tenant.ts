@@ -27,6 +27,7 @@ export const TENANT_TABLES = [
   'survey_rollup_answers',
   'survey_rollup_pending',
   'idempotency_keys',
+  'event_user_numbers',
 ] as const;
 export type TenantTable = (typeof TENANT_TABLES)[number];
 

@@ -51,11 +51,26 @@ export class EventChunk {
     readonly keys?: Buffer,
     /** With `keys`: the event ids, 16 bytes each. */
     readonly eventIds?: Buffer,
-    /** With `keys`: where each row starts in `body`, and its end. */
+    /** Where each row starts in `body`, and its end. */
     readonly offsets?: Uint32Array,
     /** The earliest and the latest event time of its rows (epoch ms). */
     readonly timeRange?: readonly [number, number],
+    /** Per row, its known user's id (16 bytes at 16 x row; zeros: anonymous), for its user number. */
+    readonly users?: Buffer,
   ) {}
+
+  /** A row's known user (its 16 id bytes as latin1, the key of src/events/user-numbers.ts), or undefined when anonymous. */
+  userKey(row: number): string | undefined {
+    const u = this.users;
+    if (!u) return undefined;
+    for (let i = 16 * row; i < 16 * row + 16; i++) if (u[i] !== 0) return u.toString('latin1', 16 * row, 16 * row + 16);
+    return undefined;
+  }
+
+  /** Writes a row's `user_num` (its last 4 bytes, EVENT_COLUMNS). */
+  setUserNumber(row: number, num: number): void {
+    this.body.writeUInt32LE(num, this.offsets![row + 1] - 4);
+  }
 
   /** Whether a row has a message key (with `keys`). */
   hasKey(row: number): boolean {
@@ -122,10 +137,13 @@ export const EVENT_COLUMNS = [
   'response',
   'rating',
   'rating_scale',
+  // Written as 0 here; the flush writes the known user's number (src/events/user-numbers.ts).
+  'user_num',
 ] as const;
 
 const NIL = new Uint8Array(16);
 const NO_KEY = Buffer.alloc(16);
+const NO_USER_NUM = new Uint8Array(4);
 const COPILOT_NAMES: ReadonlySet<string> = new Set(COPILOT_EVENT_NAMES);
 
 /** Thrown inside the walk when an item is not plainly valid: the schema decides. */
@@ -173,6 +191,7 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
   const keyPrefix = orgId.toLowerCase() + ':';
   const offsets = new Uint32Array(n + 1);
   let keys: Buffer | undefined;
+  const users = Buffer.alloc(16 * n);
   let earliest = Infinity;
   let latest = -Infinity;
 
@@ -198,7 +217,11 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     w.string(alias);
     w.uint8(alias === '' ? 1 : 0);
     if (alias === '') w.uuidBytes(ids, 32 * seq + 16);
-    else w.uuidBytes(userIdBytes(orgId, alias));
+    else {
+      const user = userIdBytes(orgId, alias);
+      w.uuidBytes(user);
+      users.set(user, 16 * seq);
+    }
 
     const messageId = optional(item.message_id, MAX_CHARS.message_id, check);
     w.string(messageId);
@@ -288,13 +311,14 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
         break;
       }
     }
+    w.bytes(NO_USER_NUM);
   }
   offsets[n] = w.length;
   const body = w.copyOut();
-  if (!keys) return new EventChunk(orgId, body, n, undefined, undefined, undefined, [earliest, latest]);
+  if (!keys) return new EventChunk(orgId, body, n, undefined, undefined, offsets, [earliest, latest], users);
   const eventIds = Buffer.allocUnsafe(16 * n);
   for (let i = 0; i < n; i++) ids.copy(eventIds, 16 * i, 32 * i, 32 * i + 16);
-  return new EventChunk(orgId, body, n, keys, eventIds, offsets, [earliest, latest]);
+  return new EventChunk(orgId, body, n, keys, eventIds, offsets, [earliest, latest], users);
 }
 
 /**

@@ -11,6 +11,7 @@ import { GroupCommitter } from './group-commit.ts';
 import { MAX_EVENT_BATCH_BYTES } from './limits.ts';
 import { encodeEventBatch, EVENT_COLUMNS, type EventChunk } from './encode.ts';
 import { eventClaimView, insertOnce } from './message-ids.ts';
+import { numberUsers, UserNumbers } from './user-numbers.ts';
 import { eventBatchSchema, ingestResultSchema } from './schema.ts';
 
 export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> {
@@ -18,10 +19,12 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> 
   // The process's view of the message ids claimed in the window; cluster mode is known only once
   // the database is connected, after the route table is built.
   let claims: ClaimView | undefined;
+  const numbers = new UserNumbers({ maxUsers: deps.config.userNumbersMaxUsers });
   const insert = async (chunks: EventChunk[], rows: number) => {
     try {
       const client = deps.db.client();
       claims ??= eventClaimView({ maxBytes: deps.config.claimFilterMaxBytes, clustered: deps.db.cluster !== undefined });
+      await numberUsers(client, chunks, numbers);
       await insertOnce(client, chunks, (bodies) => insertEvents(client, bodies), { claims });
     } catch (err) {
       // The requests get a 503 (retry), or a 400 when their own rows are at fault: the engine's

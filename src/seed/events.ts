@@ -16,6 +16,8 @@ import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { TALLYHOUSE_ID_NAMESPACE } from '../events/rows.ts';
 import { NIL_UUID } from '../uuid.ts';
+import type { Database } from '../clickhouse/database.ts';
+import { numberStoredUsers } from '../events/user-number-backfill.ts';
 
 export const EVENT_SEED_LIMITS = { min: 1, max: 1_000_000_000 } as const;
 
@@ -126,6 +128,8 @@ export interface EventSeedOptions {
   users?: number;
   now?: Date;
   onProgress?: (done: number, total: number) => void;
+  /** The database, for numbering the seeded users on a cluster (node by node); default: `client` as a single node. */
+  db?: Database;
 }
 
 const SETTINGS: ClickHouseSettings = {
@@ -163,5 +167,7 @@ export async function seedEvents(client: ClickHouseClient, options: EventSeedOpt
     done += count;
     onProgress?.(done, events);
   }
+  // The rows were written inside the engine, past the flush that numbers users.
+  await numberStoredUsers(options.db ?? client);
   return { inserted: done, seconds: (performance.now() - started) / 1000, users };
 }

@@ -32,6 +32,8 @@ function decodeWithMaps(chunk: EventChunk): { rows: (EventRow & { message_key: s
       else if (column === 'seq') row[column] = r.uint16();
       else if (column === 'anonymous') row[column] = r.uint8();
       else if (column === 'message_key') row[column] = r.bytes(16).toString('hex');
+      // Written by the flush, not the encoder (src/events/user-numbers.ts).
+      else if (column === 'user_num') r.bytes(4);
       else if (column === 'property_map') maps.push(Array.from({ length: r.varint() }, () => [r.string(), r.string()]));
       else row[column] = r.string();
     }

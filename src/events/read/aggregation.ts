@@ -12,7 +12,8 @@
  * value, the same way); group (the user's current groups of `group_type`, by name: a user in two
  * groups counts in both, and once in each parent bucket).
  * Metrics: `count` (doc_count, always there) and `unique_users` (distinct user_id; every anonymous
- * event has its own user id, so each counts as one user).
+ * event has its own user id, so each counts as one user): from the hours' user bitmaps when the
+ * levels are timestamps and nothing is filtered (user-hours.ts), else over the rows.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
@@ -32,6 +33,7 @@ import { propertyValue, rawJsonValue } from './compile.ts';
 import { eventSelectionEntries } from './filters.ts';
 import { EventSource, type EventSelection } from './source.ts';
 import { hoursServe, hoursSource, planEdges } from './hours.ts';
+import { USER_HOURS_AGGREGATES, USER_HOURS_UNIQUE_USERS, userHoursServe } from './user-hours.ts';
 import { maxChars } from '../../chars.ts';
 
 export type EventGroupByRule =
@@ -107,6 +109,11 @@ function hoursAnswer(selection: EventSelection, rules: readonly EventGroupByRule
   return !metrics.includes('unique_users') && rules.every((r) => r.field === 'timestamp' || r.field === 'type' || r.field === 'event_name') && hoursServe(selection);
 }
 
+/** Unique users from the hours' bitmaps (user-hours.ts): timestamp levels only, no filter. */
+function userHoursAnswer(selection: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): boolean {
+  return metrics.includes('unique_users') && rules.every((r) => r.field === 'timestamp') && userHoursServe(selection);
+}
+
 /**
  * The ranked-bucket query (src/query/ranked-buckets.ts) over the guarded source and the joins the
  * levels need; over the hours (hours.ts) when they answer it. `hours: false` forces the rows.
@@ -115,10 +122,14 @@ export function compileEventAggregation(selection: EventSelection, rules: readon
   const bag = new ParamBag();
   const source = new EventSource(selection, bag);
   const limit = () => bag.add(MAX_TERMS_BUCKETS, 'UInt32');
+  const keysAt = (t: string) => rules.map((rule, i) => (rule.field === 'timestamp' ? bucketIndexSql(t, plans[i]!, bag, `level${i + 1}`) : rule.field === 'type' ? 'type' : `nullIf(event_name, '')`));
   if (options.hours !== false && hoursAnswer(selection, rules, metrics)) {
-    const keysAt = (t: string) => rules.map((rule, i) => (rule.field === 'timestamp' ? bucketIndexSql(t, plans[i]!, bag, `level${i + 1}`) : rule.field === 'type' ? 'type' : `nullIf(event_name, '')`));
     const from = hoursSource(source, planEdges(plans), keysAt);
     return compiled(compileRankedBuckets({ source: from, keys: rules.map((_, i) => `g${i + 1}`), count: 'sum(n)', limit: limit() }), bag);
+  }
+  if (options.hours !== false && userHoursAnswer(selection, rules, metrics)) {
+    const from = hoursSource(source, planEdges(plans), keysAt, undefined, USER_HOURS_AGGREGATES);
+    return compiled(compileRankedBuckets({ source: from, keys: rules.map((_, i) => `g${i + 1}`), count: 'sum(n)', metrics: { unique_users: USER_HOURS_UNIQUE_USERS }, limit: limit() }), bag);
   }
   const joins: string[] = [];
   const keys = rules.map((rule, i) => {

@@ -76,6 +76,9 @@ export const HOUR_SECONDS_SQL = 'toUnixTimestamp(toStartOfHour(timestamp))';
 /** Whole seconds of a µs instant on an hour start. */
 export const secondsOf = (t: bigint) => Number(t / 1_000_000n);
 
+/** What each part of `hoursSource` computes per group by default: its events, `n`. */
+const COUNT = 'count() AS n';
+
 /** The instant of a whole hour's projection row: its hour start, in the type of `timestamp`. */
 const HOUR_START_SQL = "toDateTime64(toStartOfHour(timestamp), 3, 'UTC')";
 
@@ -88,9 +91,11 @@ const HOUR_START_SQL = "toDateTime64(toStartOfHour(timestamp), 3, 'UTC')";
  * read's own keys, not by the projection's: the projection holds a row per hour, type, name and
  * anonymous in every data part, far more than the read's buckets, and the engine answers a GROUP
  * BY of expressions of the projection's keys from the projection. The caller sums n per group.
+ * `aggregates`: what each part computes per group (`n` among them), the same in both parts
+ * (user-hours.ts adds the users' bitmap, served by the event_user_hours projection).
  * Placeholders go to the source's bag.
  */
-export function hoursSource(source: EventSource, edges: readonly bigint[], keys: (t: string) => readonly string[], split = splitSelectionHours(source.selection, edges)): string {
+export function hoursSource(source: EventSource, edges: readonly bigint[], keys: (t: string) => readonly string[], split = splitSelectionHours(source.selection, edges), aggregates = COUNT): string {
   const { bag } = source;
   const filters = source.filtersSql();
   const hourSeconds = HOUR_SECONDS_SQL;
@@ -100,7 +105,7 @@ export function hoursSource(source: EventSource, edges: readonly bigint[], keys:
     const columns = ks.map((k, i) => `${k} AS g${i + 1}, `).join('');
     // HAVING: a GROUP BY whose keys the engine folds to constants (the NULL bucket of an empty
     // series) answers one row of 0 events even when no event matches; the rows path has none.
-    return `SELECT ${columns}count() AS n ${from}${ks.length ? ` GROUP BY ${ks.map((_, i) => `g${i + 1}`).join(', ')} HAVING n > 0` : ''}`;
+    return `SELECT ${columns}${aggregates} ${from}${ks.length ? ` GROUP BY ${ks.map((_, i) => `g${i + 1}`).join(', ')} HAVING n > 0` : ''}`;
   };
   const whole: string[] = [];
   if (split.from !== undefined) whole.push(`${hourSeconds} >= ${bag.add(seconds(split.from), 'Int64')}`);

@@ -1,0 +1,338 @@
+/**
+ * Dense user numbers: every known user of an organization gets a UInt32, the same in every
+ * process and after every restart, never given to two users, never two to one user. Events carry
+ * it (`events.user_num`, 0 for anonymous events) so that unique users are roaring bitmaps of small
+ * integers (the `event_user_hours` projection, src/events/read/user-hours.ts) rather than hash
+ * sets of 16-byte ids. Storage: schema/230 (`event_user_numbers`); the protocol as a whole:
+ * docs/architecture.md ("Dense user numbers").
+ *
+ * The log. A claim is a row (org_id, user_id, num) of `event_user_numbers`, a MergeTree with
+ * `enable_block_number_column`: as for every claim of src/claims/claims.ts, block order is commit
+ * order, and every reader orders an organization's claims by (block, num). Read in that order, a
+ * claim is VALID when (1) it is the first claim of its number and (2) no earlier claim of its user
+ * is valid. A user's number is its valid claim's. (1) gives a number to one user at most, (2) one
+ * number to a user; validity depends only on earlier claims, so it never changes once decided, and
+ * every reader decides the same. A claim that loses (its number was taken first, or its user
+ * already had one) leaves its number unused forever: a hole, harmless to bitmaps.
+ * The same rule as one query (`lookup`): a user's number is the `num` of its earliest claim that
+ * is the first of its number.
+ *
+ * A flush (the group committer's, before its INSERT into `events`):
+ *   1. each known user of its rows is looked up in the process's map of the organization; a user
+ *      found there has a number (valid claims stay valid): no round trip;
+ *   2. the others get proposals, numbers above every number the process has seen of the
+ *      organization, one INSERT of claims for the whole flush;
+ *   3. the claims committed after the organization's watermark are read in (block, num) order
+ *      and applied to the map (every writer's, so the map stays current), which moves the
+ *      watermark; a proposal that lost goes back to step 2 with a fresh number;
+ *   4. the numbers are written into the rows (`user_num`), then the rows are inserted.
+ * A claim whose events never get stored (a crash, a failed INSERT) only allocates its number. A
+ * user deletion deletes events, never claims: the user keeps its number if it comes back.
+ *
+ * The map of an organization is loaded at its first new user (step 3 from watermark -1: all its
+ * claims). The watermark is per organization: all of an organization's claims live in one table
+ * (on a cluster, the local table of its shard, read through the Distributed table, which passes
+ * `_block_number` through), and a read that sees a claim of block b sees every claim committed
+ * before it, so the highest block read is a valid watermark.
+ *
+ * Memory: a known user is a 16-character key and a small integer in a Map (BYTES_PER_KNOWN_USER,
+ * an upper bound of what bench/events/README.md measured: the Map's table grows by doubling) plus
+ * a bit per number in the organization's `seen` set. `maxUsers` (USER_NUMBERS_MAX_USERS) caps the users held: an organization whose
+ * load would pass it is not held, and its flushes look their users up (`lookup`, one query per
+ * flush, then the claims and another lookup for new users): slower, never weaker.
+ */
+import type { ClickHouseClient } from '@clickhouse/client';
+import { stringify as stringifyUuid } from 'uuid';
+import { ParamBag } from '../clickhouse/sql.ts';
+import { orgsCondition, TenantOrg } from '../clickhouse/tenant.ts';
+import { unavailable } from '../errors.ts';
+import type { EventChunk } from './encode.ts';
+
+export const USER_NUMBERS_TABLE = 'event_user_numbers';
+
+/** Heap bytes per user held in a map (a Map entry with a 16-character key), at most. */
+export const BYTES_PER_KNOWN_USER = 80;
+
+/** Rounds of proposals before a flush gives up (503): each lost round means another writer took the numbers first. */
+const MAX_ROUNDS = 8;
+
+/** The highest block number of a row's part (claims.ts PART_TOP): prunes parts wholly below a watermark. */
+const PART_TOP = "toUInt64(splitByChar('_', _part)[3])";
+
+/** A set of numbers, one bit each. */
+class NumberSet {
+  private bits = new Uint32Array(1024);
+  has(n: number): boolean {
+    const w = n >>> 5;
+    return w < this.bits.length && (this.bits[w] & (1 << (n & 31))) !== 0;
+  }
+  add(n: number): void {
+    const w = n >>> 5;
+    if (w >= this.bits.length) {
+      const grown = new Uint32Array(Math.max(w + 1, this.bits.length * 2));
+      grown.set(this.bits);
+      this.bits = grown;
+    }
+    this.bits[w] |= 1 << (n & 31);
+  }
+  get bytes(): number {
+    return this.bits.byteLength;
+  }
+}
+
+/** One organization's view of the log (exported for the rule's unit test). */
+export class OrgNumbers {
+  /** User (16 id bytes as latin1) -> number, for every valid claim up to `mark`. */
+  readonly users = new Map<string, number>();
+  /** Every number claimed up to `mark`, valid or not (rule 1). */
+  readonly seen = new NumberSet();
+  /** Every claim of the organization with a block number up to this is applied; -1: none read yet. */
+  mark = -1n;
+  /** The highest number seen. */
+  top = 0;
+  /** The next number this process proposes: above `top` and above every proposal it has made. */
+  next = 1;
+  /** Not held (past the cap): its users are looked up. */
+  lookedUp = false;
+
+  /** Applies one claim read in (block, num) order. */
+  apply(user: string, num: number): void {
+    if (this.seen.has(num)) return;
+    this.seen.add(num);
+    if (num > this.top) this.top = num;
+    if (num >= this.next) this.next = num + 1;
+    if (!this.users.has(user)) this.users.set(user, num);
+  }
+
+  propose(): number {
+    if (this.next <= this.top) this.next = this.top + 1;
+    return this.next++;
+  }
+}
+
+export interface UserNumbersOptions {
+  /** Users held in memory across organizations (USER_NUMBERS_MAX_USERS); 0: every flush looks its users up. */
+  maxUsers: number;
+}
+
+export interface UserNumbersStats {
+  organizations: number;
+  users: number;
+  /** Organizations not held (past the cap). */
+  lookedUp: number;
+  /** Proposals that lost (another writer's claim came first): each costs a round. */
+  lost: number;
+}
+
+/** The process's user numbers (one per process: every flush shares it). */
+export class UserNumbers {
+  private readonly orgs = new Map<string, OrgNumbers>();
+  private held = 0;
+  private lost = 0;
+  /** Reads of the log are applied one at a time, in order. */
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(readonly options: UserNumbersOptions) {}
+
+  stats(): UserNumbersStats {
+    let lookedUp = 0;
+    for (const o of this.orgs.values()) if (o.lookedUp) lookedUp++;
+    return { organizations: this.orgs.size, users: this.held, lookedUp, lost: this.lost };
+  }
+
+  /**
+   * The numbers of these users of the organization (16-byte ids as latin1 strings), allocating
+   * the missing ones. Resolves once every user has a valid number.
+   */
+  async numbers(client: ClickHouseClient, orgId: string, users: readonly string[]): Promise<Map<string, number>> {
+    return (await this.numbersOf(client, new Map([[orgId, users]]))).get(orgId)!;
+  }
+
+  /** `numbers` for several organizations at once: one INSERT of claims and one read per round. */
+  async numbersOf(client: ClickHouseClient, wanted: ReadonlyMap<string, readonly string[]>): Promise<Map<string, Map<string, number>>> {
+    const result = new Map<string, Map<string, number>>();
+    let missing = new Map<string, readonly string[]>();
+    for (const [orgId, users] of wanted) {
+      result.set(orgId, new Map());
+      missing.set(orgId, users);
+    }
+    // Organizations held but never read are loaded (all their claims); one that passes the cap
+    // is then looked up instead.
+    const unread = [...missing.keys()].filter((o) => !this.org(o).lookedUp && this.org(o).mark < 0n);
+    if (unread.length > 0) {
+      await this.advance(client, unread);
+      for (const orgId of unread) if (this.held > this.options.maxUsers) this.release(orgId);
+    }
+    for (let round = 0; ; round++) {
+      const known = await this.known(client, missing);
+      const rest = new Map<string, readonly string[]>();
+      for (const [orgId, users] of missing) {
+        const found = result.get(orgId)!;
+        const numbers = known.get(orgId)!;
+        const left = users.filter((u) => {
+          const n = numbers.get(u);
+          if (n !== undefined) found.set(u, n);
+          return n === undefined;
+        });
+        if (left.length > 0) rest.set(orgId, left);
+      }
+      if (round > 0) for (const left of rest.values()) this.lost += left.length;
+      missing = rest;
+      if (missing.size === 0) return result;
+      if (round === MAX_ROUNDS) throw unavailable('Numbering new users kept losing to other writers; retry shortly', 1);
+      await this.claim(client, missing);
+      const held = [...missing.keys()].filter((o) => !this.org(o).lookedUp);
+      if (held.length > 0) await this.advance(client, held);
+    }
+  }
+
+  /** What is known of these users' numbers: from the maps of held organizations, by lookup for the others. */
+  private async known(client: ClickHouseClient, users: ReadonlyMap<string, readonly string[]>): Promise<Map<string, ReadonlyMap<string, number>>> {
+    const known = new Map<string, ReadonlyMap<string, number>>();
+    for (const [orgId, ids] of users) {
+      const org = this.org(orgId);
+      known.set(orgId, org.lookedUp ? await this.lookUp(client, orgId, ids) : org.users);
+    }
+    return known;
+  }
+
+  private org(orgId: string): OrgNumbers {
+    let org = this.orgs.get(orgId);
+    if (!org) {
+      org = new OrgNumbers();
+      if (this.options.maxUsers === 0) org.lookedUp = true;
+      this.orgs.set(orgId, org);
+    }
+    return org;
+  }
+
+  /** Stops holding an organization's map (past the cap); its proposals stay above what it saw. */
+  private release(orgId: string): void {
+    const org = this.org(orgId);
+    this.held -= org.users.size;
+    org.users.clear();
+    org.lookedUp = true;
+  }
+
+  /** INSERT of one claim per missing user, numbers proposed above everything seen. */
+  private async claim(client: ClickHouseClient, missing: ReadonlyMap<string, readonly string[]>): Promise<void> {
+    const values: { org_id: string; user_id: string; num: number }[] = [];
+    for (const [orgId, users] of missing) {
+      const org = this.org(orgId);
+      for (const u of users) values.push({ org_id: orgId, user_id: stringifyUuid(Buffer.from(u, 'latin1')), num: org.propose() });
+    }
+    // One block, so one part per shard: the claims of one organization get one block number.
+    await client.insert({ table: USER_NUMBERS_TABLE, values, format: 'JSONEachRow', clickhouse_settings: { async_insert: 0, wait_end_of_query: 1 } });
+  }
+
+  /**
+   * Reads the claims of these held organizations committed after their watermarks, in (block,
+   * num) order, into their maps. Serialized: two reads applying overlapping claims out of order
+   * would break the rule.
+   */
+  private advance(client: ClickHouseClient, orgIds: readonly string[]): Promise<void> {
+    const run = this.queue.then(() => this.advanceNow(client, orgIds));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  private async advanceNow(client: ClickHouseClient, orgIds: readonly string[]): Promise<void> {
+    const marks = orgIds.map((o) => this.org(o).mark);
+    const from = marks.reduce((a, b) => (b < a ? b : a));
+    const p = new ParamBag();
+    const conditions = [orgsCondition(USER_NUMBERS_TABLE, orgIds, p)];
+    if (from >= 0n) {
+      const w = p.add(from.toString(), 'UInt64');
+      conditions.push(`${PART_TOP} > ${w}`, `_block_number > ${w}`);
+    }
+    // RowBinary: org (16), user (16, RFC byte order), num (4), block (8) per claim; a first load
+    // reads every claim of the organization.
+    const rs = await client.exec({
+      query: `SELECT UUIDStringToNum(toString(org_id)), UUIDStringToNum(toString(user_id)), num, _block_number FROM ${USER_NUMBERS_TABLE}
+              WHERE ${conditions.join(' AND ')} ORDER BY org_id, _block_number, num FORMAT RowBinary`,
+      query_params: p.toParams(),
+      clickhouse_settings: { optimize_use_projections: 0 },
+    });
+    const top = new Map<OrgNumbers, bigint>();
+    let rest: Buffer = Buffer.alloc(0);
+    let current: OrgNumbers | undefined;
+    let currentOrg = '';
+    for await (const chunk of rs.stream as AsyncIterable<Buffer>) {
+      const buf = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
+      let at = 0;
+      for (; at + 44 <= buf.length; at += 44) {
+        const orgKey = buf.toString('latin1', at, at + 16);
+        if (orgKey !== currentOrg) {
+          currentOrg = orgKey;
+          current = this.orgs.get(stringifyUuid(buf, at));
+        }
+        const block = buf.readBigUInt64LE(at + 36);
+        if (!current || block <= current.mark) continue;
+        const before = current.users.size;
+        current.apply(buf.toString('latin1', at + 16, at + 32), buf.readUInt32LE(at + 32));
+        this.held += current.users.size - before;
+        top.set(current, block);
+      }
+      rest = buf.subarray(at);
+    }
+    for (const o of orgIds) {
+      const org = this.org(o);
+      // Nothing newer read: every claim up to the old mark is still applied; a first read that
+      // found no claim has applied all of them (none).
+      org.mark = top.get(org) ?? (org.mark < 0n ? 0n : org.mark);
+    }
+  }
+
+  /**
+   * The numbers of these users of an organization not held, by the rule as one query, and the
+   * organization's highest number (so that its proposals start above it).
+   */
+  private async lookUp(client: ClickHouseClient, orgId: string, users: readonly string[]): Promise<Map<string, number>> {
+    const org = this.org(orgId);
+    const p = new ParamBag();
+    const o = new TenantOrg(orgId, p);
+    const ids = p.add(users.map((u) => stringifyUuid(Buffer.from(u, 'latin1'))), 'Array(UUID)');
+    const t = USER_NUMBERS_TABLE;
+    const rs = await client.query({
+      query: `SELECT hex(UUIDStringToNum(toString(user_id))) AS u, argMin(num, _block_number) AS n ${o.from(t)} AND user_id IN ${ids}
+                AND (num, _block_number) IN (SELECT num, min(_block_number) ${o.from(t)} AND num IN (SELECT num ${o.from(t)} AND user_id IN ${ids}) GROUP BY num)
+              GROUP BY user_id
+              UNION ALL SELECT '', (SELECT max(num) ${o.from(t)})`,
+      query_params: p.toParams(),
+      format: 'JSONEachRow',
+      clickhouse_settings: { optimize_use_projections: 0 },
+    });
+    const found = new Map<string, number>();
+    for (const r of await rs.json<{ u: string; n: number | string | null }>()) {
+      if (r.u !== '') found.set(Buffer.from(r.u, 'hex').toString('latin1'), Number(r.n));
+      else if (Number(r.n ?? 0) > org.top) org.top = Number(r.n ?? 0);
+    }
+    return found;
+  }
+}
+
+/**
+ * Writes each row's user number into the chunks' bodies (`user_num`, the last 4 bytes of each row:
+ * encode.ts), allocating numbers for users met for the first time. Anonymous rows keep 0.
+ */
+export async function numberUsers(client: ClickHouseClient, chunks: readonly EventChunk[], numbers: UserNumbers): Promise<void> {
+  const wanted = new Map<string, Set<string>>();
+  for (const c of chunks) {
+    let set = wanted.get(c.orgId);
+    for (let row = 0; row < c.rows; row++) {
+      const user = c.userKey(row);
+      if (user === undefined) continue;
+      if (!set) wanted.set(c.orgId, (set = new Set()));
+      set.add(user);
+    }
+  }
+  if (wanted.size === 0) return;
+  const got = await numbers.numbersOf(client, new Map([...wanted].map(([o, s]) => [o, [...s]])));
+  for (const c of chunks) {
+    const nums = got.get(c.orgId);
+    for (let row = 0; row < c.rows; row++) {
+      const user = c.userKey(row);
+      if (user !== undefined) c.setUserNumber(row, nums!.get(user)!);
+    }
+  }
+}
