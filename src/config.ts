@@ -41,7 +41,7 @@ export interface Config {
   dataDir: string;
   rateLimits: { eventsPerSecond: number; releasesPerSecond: number; queriesPerSecond: number };
   bodyLimitBytes: number;
-  ingest: { batchMaxRows: number; batchDelayMs: number; maxQueuedRows: number; maxQueuedBytes: number; maxConcurrentFlushes: number };
+  ingest: { batchMaxRows: number; batchDelayMs: number; maxQueuedRows: number; maxQueuedBytes: number; maxQueueWaitMs: number; maxConcurrentFlushes: number };
   /** Open client connections at once; undefined: derived from the process's descriptor limit at start-up. */
   maxConnections: number | undefined;
   logLevel: LogLevel;
@@ -170,6 +170,7 @@ export function loadConfig(env: Env = process.env): Config {
       batchDelayMs: int(env, 'INGEST_BATCH_DELAY_MS', 10, 0, 10_000),
       maxQueuedRows: int(env, 'INGEST_MAX_QUEUED_ROWS', 200_000, 100, 10_000_000),
       maxQueuedBytes: int(env, 'INGEST_MAX_QUEUED_BYTES', 256 * 1024 * 1024, 1024 * 1024, 16 * 1024 * 1024 * 1024),
+      maxQueueWaitMs: int(env, 'INGEST_MAX_QUEUE_WAIT_MS', 1000, 1, 600_000),
       maxConcurrentFlushes: int(env, 'INGEST_MAX_CONCURRENT_FLUSHES', 1, 1, 64),
     },
     maxConnections: env.MAX_CONNECTIONS === undefined || env.MAX_CONNECTIONS === '' ? undefined : int(env, 'MAX_CONNECTIONS', 0, 1, 10_000_000),
@@ -206,6 +207,7 @@ export const CONFIG_KEYS: ReadonlyArray<[string, string, string]> = [
   ['INGEST_BATCH_DELAY_MS', '10', 'group commit: flush at the latest this long after the oldest waiting request arrived'],
   ['INGEST_MAX_QUEUED_ROWS', '200000', 'ingest queue bound; past it, 503 with Retry-After'],
   ['INGEST_MAX_QUEUED_BYTES', '268435456', 'ingest queue bound in bytes of encoded rows; past it, 503 with Retry-After'],
+  ['INGEST_MAX_QUEUE_WAIT_MS', '1000', 'ingest queue bound in time: while the oldest waiting request has waited longer, new ones get 503 with Retry-After'],
   ['INGEST_MAX_CONCURRENT_FLUSHES', '1', 'inserts in flight at once; requests arriving meanwhile go into the next one'],
   ['MAX_CONNECTIONS', '(derived)', 'open client connections at once (more are closed at accept); default: the open-file limit minus a reserve'],
   ['LOG_LEVEL', 'info', 'debug, info, warn, error or silent'],

@@ -45,14 +45,19 @@ export interface PreparedInsert {
 export function prepareInserts(batches: unknown[][], orgId: string, rowsPerInsert: number): PreparedInsert[] {
   const count = Math.min(64, Math.max(4, Math.ceil(160_000 / rowsPerInsert)));
   const receivedAt = new Date();
-  const parsed = batches.map((b) => parseEventBatch(b));
+  // Each prepared row gets a message_id of its own (the pool's batches share 100 placeholder ids):
+  // the rows are then what a writer that stores every id once would store. The phase repeats its
+  // prepared INSERTs, so a row is stored again whole (same event id, same key): copies of one row,
+  // which the service's claim rule leaves alone, never two claims of one id for it to undo.
+  let id = 0;
+  const withOwnIds = (b: unknown[]) => b.map((e) => (e && typeof e === 'object' && 'message_id' in e ? { ...e, message_id: `direct-${id++}` } : e));
   const out: PreparedInsert[] = [];
   let next = 0;
   for (let i = 0; i < count; i++) {
     const bodies: Buffer[] = [];
     let rows = 0;
     while (rows < rowsPerInsert) {
-      const events = parsed[next++ % parsed.length].slice(0, rowsPerInsert - rows);
+      const events = parseEventBatch(withOwnIds(batches[next++ % batches.length].slice(0, rowsPerInsert - rows)));
       bodies.push(encodeEventChunk(orgId, events, receivedAt).body);
       rows += events.length;
     }

@@ -40,6 +40,8 @@ export interface LoadResult {
   latency_ms: LatencySummary;
   /** The same, over the requests actually answered 200 (dropped ones left out). */
   answered_latency_ms: LatencySummary;
+  /** Latency of the 503 answers to requests of the window (open loop: from the due time). */
+  refused_latency_ms: LatencySummary;
   /** Non-200 answers and network errors in the window, by status ('error' for network). */
   failures: Record<string, number>;
   failure_sample: string | undefined;
@@ -108,6 +110,7 @@ function post(agent: http.Agent, url: URL, token: string, body: Buffer): Promise
 
 class Recorder {
   readonly latencies: number[] = [];
+  readonly refusedLatencies: number[] = [];
   readonly failures: Record<string, number> = {};
   failureSample: string | undefined;
   okRequests = 0;
@@ -149,6 +152,7 @@ class Recorder {
     } else {
       const key = s.status === -1 ? 'error' : String(s.status);
       this.failures[key] = (this.failures[key] ?? 0) + 1;
+      if (s.status === 503) this.refusedLatencies.push(latencyMs);
       this.failureSample ??= `${key}: ${s.error}`;
     }
   }
@@ -169,6 +173,7 @@ class Recorder {
       requests_per_s: this.okRequests / seconds,
       latency_ms: summarize(this.latencies),
       answered_latency_ms: summarize(this.latencies.filter(Number.isFinite)),
+      refused_latency_ms: summarize(this.refusedLatencies),
       failures: this.failures,
       failure_sample: this.failureSample,
       acked_events_total: this.ackedTotal,

@@ -284,6 +284,8 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
       log(`  ${Math.round(eventsPerSecond(last)).toLocaleString('en-US')} events/s; stored ${last.stored_rows} / expected ${last.expected_rows}`);
       const sample = 'load' in last ? last.load.failure_sample : last.direct.failure_sample;
       if (sample) log(`  first failure: ${sample}`);
+      // What the service logged (warnings and errors) explains a mismatch better than the counts.
+      if (!last.rows_match) log(`  stored != acknowledged; the service's last log lines:\n${target.stderrTail()}`);
     }
   } finally {
     await target.stop();
@@ -442,6 +444,21 @@ function report(r: IngestResult): void {
       `    service / limit (large batches): ${r.ratios.closed_vs_direct_large_batch ?? '-'}` +
       `    with / without message_id: ${r.ratios.closed_vs_closed_noid ?? '-'}\n`,
   );
+  const opens = r.phases.filter((p): p is ServicePhaseResult => 'load' in p && p.load.mode === 'open');
+  if (opens.length) {
+    // What became of every request due in the window: acknowledged (and when), refused fast
+    // (503 + Retry-After: nothing stored), not sent (the client's backlog was full), or other.
+    printTable(
+      'Open loop: the requests due in the measured window',
+      ['offered req/s', 'due', 'accepted (200)', '503', 'dropped', 'other errors', 'accepted p50 ms', 'accepted p99 ms', '503 p99 ms', 'stored=acked', 'events acknowledged per second'],
+      opens.map((p) => {
+        const l = p.load;
+        const { 503: refused = 0, dropped = 0, ...rest } = l.failures;
+        const other = Object.values(rest).reduce((a, b) => a + b, 0);
+        return [l.target_rate, l.due_requests, l.answered_latency_ms.count, refused, dropped, other, l.answered_latency_ms.p50, l.answered_latency_ms.p99, l.refused_latency_ms.p99, p.rows_match ? 'yes' : `NO (${p.stored_rows}/${p.expected_rows})`, l.per_second_events.join(' ')];
+      }),
+    );
+  }
   printTable('Targets', ['target', 'value', 'met'], r.targets.map((t) => [t.target, t.value, t.ok === undefined ? 'n/a' : t.ok ? 'yes' : 'NO']));
   const inserts = r.phases.filter((p) => p.engine_inserts);
   if (inserts.length) {

@@ -8,7 +8,7 @@ const COMMENTS = ['too slow to load', 'great support, thanks', 'billing page is 
 const QUESTION = '6f1c2d3e-4a5b-4c6d-8e7f-000000000001';
 
 /** µs-precision ISO text of a ms instant plus `micros` (0-999). */
-const isoMicros = (ms: number, micros: number) => `${new Date(ms).toISOString().slice(0, 19)}.${String((ms % 1000) * 1000 + micros).padStart(6, '0')}Z`;
+export const isoMicros = (ms: number, micros: number) => `${new Date(ms).toISOString().slice(0, 19)}.${String((ms % 1000) * 1000 + micros).padStart(6, '0')}Z`;
 
 export type BenchRecord = ReturnType<typeof responseRecord>;
 

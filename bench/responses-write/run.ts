@@ -25,6 +25,7 @@ import { writeResult } from '../lib/results.ts';
 import { round, summarize } from '../lib/stats.ts';
 import { printTable } from '../lib/table.ts';
 import { Agent, request } from 'node:http';
+import { Reader } from './reads.ts';
 import { responseRecord, upsertOf, type BenchRecord } from './records.ts';
 
 const USAGE = `node --import tsx bench/responses-write/run.ts [options]
@@ -36,12 +37,15 @@ const USAGE = `node --import tsx bench/responses-write/run.ts [options]
   --upsert-share X     share of each request that upserts ids written earlier in the phase (default 0.1)
   --large N            responses of the large organization, 0 to skip that phase (default 5000000)
   --no-empty           skip the phase into an empty organization
+  --read-every MS      during each phase, a survey summary and a daily aggregation of the org every MS
+                       (reads.ts); 20 of each once the writes' marks are taken back, and 20 with every
+                       hour of the phase's survey marked pending (default 0: none)
   --data-dir DIR       the service's DATA_DIR (default bench/.data/responses-write-<label>)
   --cpu-prof DIR       write a V8 CPU profile of the service into DIR (node --cpu-prof)`;
 
 const flags = parseFlags(process.argv.slice(2), {
   repo: { type: 'string' }, label: { type: 'string' }, records: { type: 'string' }, clients: { type: 'string' },
-  batch: { type: 'string' }, 'upsert-share': { type: 'string' }, large: { type: 'string' }, 'no-empty': { type: 'boolean' },
+  batch: { type: 'string' }, 'read-every': { type: 'string' }, 'upsert-share': { type: 'string' }, large: { type: 'string' }, 'no-empty': { type: 'boolean' },
   'data-dir': { type: 'string' }, 'cpu-prof': { type: 'string' }, help: { type: 'boolean' },
 }, USAGE);
 if (flags.help) {
@@ -64,6 +68,7 @@ const opts = {
   upsertShare: positiveNumber('upsert-share', flags['upsert-share'], 0.1, 0),
   large: parseCount(flags.large, 5_000_000),
   empty: !flags['no-empty'],
+  readEveryMs: flags['read-every'] === undefined ? 0 : positiveInt('read-every', flags['read-every'], 0),
 };
 const dataDir = resolve(flags['data-dir'] ?? join(REPO_ROOT, 'bench/.data', `responses-write-${label}`));
 const log = (line: string) => process.stderr.write(`[responses-write] ${line}\n`);
@@ -213,9 +218,12 @@ async function runPhase(svc: { url: string; proc: ChildProcess }, client: ClickH
   const cpu0 = { service: cpuSeconds(svc.proc.pid), engine: cpuSeconds(enginePid) };
   const latencies: number[] = [];
   let next = 0;
+  const reader = opts.readEveryMs > 0
+    ? new Reader(svc.url, JSON.parse(cli(['token', 'create', '--org', orgId, '--scope', 'responses:read', '--json'])).token as string, client, orgId)
+    : undefined;
   const t0 = performance.now();
   const wall0 = Date.now();
-  await Promise.all(Array.from({ length: opts.clients }, async () => {
+  const writing = Promise.all(Array.from({ length: opts.clients }, async () => {
     while (next < bodies.length) {
       const body = bodies[next++];
       const res = await post(svc.url, token, body);
@@ -223,12 +231,21 @@ async function runPhase(svc: { url: string; proc: ChildProcess }, client: ClickH
       latencies.push(res.ms);
     }
   }));
+  const readsDuring = reader?.during(writing, opts.readEveryMs);
+  await writing;
   const seconds = (performance.now() - t0) / 1000;
   const wall1 = Date.now();
   const cpu1 = { service: cpuSeconds(svc.proc.pid), engine: cpuSeconds(enginePid) };
   const load1 = os.loadavg();
   const stored = await count(client, 'SELECT count() AS rows, uniqExact(id) AS ids FROM survey_responses FINAL WHERE org_id = {org:UUID} AND survey_id = {survey:UUID}', { org: orgId, survey: surveyId });
   const records = bodies.length && opts.records;
+  let reads;
+  if (reader) {
+    const during = await readsDuring!;
+    const settledSeconds = await reader.settled();
+    await quiesce(client);
+    reads = { during, settled_seconds: settledSeconds, quiet: await reader.quiet(20), quiet_marked: await reader.quietMarked(20, surveyId) };
+  }
   const perRecord = (s: number | undefined) => (s === undefined ? undefined : round((s * 1e6) / records, 1));
   const lat = summarize(latencies);
   return {
@@ -238,6 +255,7 @@ async function runPhase(svc: { url: string; proc: ChildProcess }, client: ClickH
     cpu_us_per_record: { service: perRecord(cpu1.service! - cpu0.service!), engine: perRecord(cpu1.engine! - cpu0.engine!) },
     stored: { rows: stored.rows, distinct_ids: stored.ids, expected: distinctIds },
     load_average: { before: load0.map((x) => round(x, 2)), after: load1.map((x) => round(x, 2)) },
+    reads,
     statements: await statements(client, wall0, wall1).catch((err) => {
       log(`engine statements not read: ${String(err)}`);
       return [];
@@ -291,6 +309,14 @@ async function main() {
   printTable(`survey-response writes: ${label} (${commit})`, ['org', 'rows before', 'records/s', 'p50 ms', 'p95 ms', 'svc µs/rec', 'eng µs/rec', 'stored', 'expected', 'load before', 'load after'],
     phases.map((p) => [p.org, p.org_rows_before, p.records_per_second, p.request_ms.p50, p.request_ms.p95, p.cpu_us_per_record.service, p.cpu_us_per_record.engine,
       `${p.stored.rows}/${p.stored.distinct_ids}`, p.stored.expected, p.load_average.before.join(' '), p.load_average.after.join(' ')]));
+  const withReads = phases.filter((p) => p.reads);
+  if (withReads.length > 0) {
+    printTable(`reads of the org (every ${opts.readEveryMs} ms during the writes; 20 once quiet; 20 quiet with every hour of the written survey marked)`, ['org', 'when', 'pairs', 'summary p50 / p95 ms', 'aggregation p50 / p95 ms', 'pending slices mean / max', 'all taken back after s'],
+      withReads.flatMap((p) => (['during', 'quiet', 'quiet_marked'] as const).map((when) => {
+        const r = p.reads![when];
+        return [p.org, when, r.reads, `${r.summary_ms.p50} / ${r.summary_ms.p95}`, `${r.aggregation_ms.p50} / ${r.aggregation_ms.p95}`, `${r.pending_slices.mean} / ${r.pending_slices.max}`, when === 'during' ? p.reads!.settled_seconds : ''];
+      })));
+  }
   for (const p of phases) {
     const requests = Math.ceil(p.records / opts.batch);
     printTable(`engine statements (${p.org})`, ['kind', 'tables', 'query', 'statements', 'per request', 'cpu s', 'µs/record'],

@@ -43,6 +43,7 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { hash } from 'node:crypto';
+import { RowBinaryReader } from '../clickhouse/rowbinary.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { orgsCondition, type TenantTable } from '../clickhouse/tenant.ts';
 import { formatDbDate } from '../time/iso.ts';
@@ -93,6 +94,16 @@ export interface ClaimTable {
  * replaced before the read started, and miss their rows.
  */
 const PART_TOP = "toUInt64(splitByChar('_', _part)[3])";
+
+/** A claim row of `advance`'s RowBinary read: block UInt64, key FixedString(16), row id and scope UUIDs, time Int64. */
+const CLAIM_ROW_BYTES = 8 + 16 + 16 + 16 + 8;
+
+/**
+ * Keys per lookup query. Query parameters travel in the URL, which the engine bounds
+ * (`http_max_uri_size`, 1 MiB): a key is ~35 characters there, so a lookup of more keys than
+ * this is sent as several queries.
+ */
+const LOOKUP_KEYS_PER_QUERY = 10_000;
 
 /** A claim read from the table. */
 export interface StoredClaim {
@@ -208,6 +219,13 @@ export class ClaimView {
    * to the organizations the caller knows every claim of these keys belongs to.
    */
   async lookup(client: ClickHouseClient, keys: readonly ClaimKey[], orgs?: readonly string[]): Promise<StoredClaim[]> {
+    if (keys.length <= LOOKUP_KEYS_PER_QUERY) return this.lookupSome(client, keys, orgs);
+    const found: StoredClaim[] = [];
+    for (let i = 0; i < keys.length; i += LOOKUP_KEYS_PER_QUERY) found.push(...(await this.lookupSome(client, keys.slice(i, i + LOOKUP_KEYS_PER_QUERY), orgs)));
+    return found;
+  }
+
+  private async lookupSome(client: ClickHouseClient, keys: readonly ClaimKey[], orgs?: readonly string[]): Promise<StoredClaim[]> {
     if (keys.length === 0) return [];
     const p = new ParamBag();
     const s = this.source;
@@ -273,18 +291,36 @@ export class ClaimView {
       else if (claims !== '0') theirs.push(b);
     }
     if (theirs.length > 0) {
+      // RowBinary, streamed: another writer may have committed millions of claims since the
+      // watermark (a bulk load, an instance that ran alone for a while), and every one goes into
+      // the filter on this flush's path. Only the claims the caller can need become objects: those
+      // whose key the filter may already hold (the caller's own keys are in it since its step 1;
+      // repeats; false positives). A claim of a key the filter cannot hold contests nothing the
+      // caller knows of: it is only added. Copies of one row (same key, same row id: one write
+      // stored twice, which the rule never undoes) come once, the first committed.
       const q = new ParamBag();
-      const rows = await this.json<[string, string, string, string, number]>(
-        client,
-        `SELECT toString(_block_number), hex(${s.key}), toString(${s.rowId}), toString(${s.scope}), toUnixTimestamp64Milli(${s.claimedAt})
-         FROM ${s.table} WHERE ${PART_TOP} > ${q.add(from.toString(), 'UInt64')} AND _block_number IN ${q.add(theirs.map(BigInt), 'Array(UInt64)')} AND ${s.isClaim}`,
-        q,
-      );
-      for (const [b, hexKey, rowId, scope, time] of rows) {
-        const key = Buffer.from(hexKey, 'hex');
-        const known = this.filter.mayHold(key);
-        this.filter.add(key, Number(time));
-        result.others.push({ key, rowId, scope, block: BigInt(b), known });
+      const rs = await client.exec({
+        query: `SELECT _block_number, ${s.key}, ${s.rowId}, ${s.scope}, toUnixTimestamp64Milli(${s.claimedAt})
+         FROM ${s.table} WHERE ${PART_TOP} > ${q.add(from.toString(), 'UInt64')} AND _block_number IN ${q.add(theirs.map(BigInt), 'Array(UInt64)')} AND ${s.isClaim}
+         ORDER BY _block_number LIMIT 1 BY ${s.key}, ${s.rowId}
+         FORMAT RowBinary`,
+        query_params: q.toParams(),
+        clickhouse_settings: { optimize_use_projections: 0 },
+      });
+      let rest: Buffer = Buffer.alloc(0);
+      for await (const chunk of rs.stream as AsyncIterable<Buffer>) {
+        const buf = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
+        let at = 0;
+        for (; at + CLAIM_ROW_BYTES <= buf.length; at += CLAIM_ROW_BYTES) {
+          const known = this.filter.mayHold(buf, at + 8);
+          this.filter.add(buf, Number(buf.readBigInt64LE(at + 56)), at + 8);
+          if (!known) continue;
+          const row = new RowBinaryReader(buf);
+          row.at = at + 24;
+          const rowId = row.uuid();
+          result.others.push({ key: Buffer.from(buf.subarray(at + 8, at + 24)), rowId, scope: row.uuid(), block: buf.readBigUInt64LE(at), known });
+        }
+        rest = buf.subarray(at);
       }
     }
     // Every part with a block number up to `top` was visible to the first read (numbers are given

@@ -26,8 +26,11 @@ export const ENGINE_KEY_HEADER = 'X-Tallyhouse-Engine-Key';
  * bench, a second service on the same DATA_DIR) would hold the service's exit as long. The
  * engine's clients drop their idle sockets sooner (EMBEDDED_IDLE_SOCKET_TTL_MS), so they never
  * send a request on a socket the engine is closing.
+ * More than 1: Node's HTTP agent keeps a socket for reuse only while the server's announced
+ * timeout (`Keep-Alive: timeout=N`) exceeds its 1 s safety buffer; at 1 it closes every socket after
+ * its response, and each query pays a new connection to the engine.
  */
-export const ENGINE_KEEP_ALIVE_TIMEOUT_S = 1;
+export const ENGINE_KEEP_ALIVE_TIMEOUT_S = 2;
 
 export interface EngineEndpoint {
   url: string;

@@ -1,5 +1,5 @@
 import { AsyncResource } from 'node:async_hooks';
-import { unavailable } from '../errors.ts';
+import { invalid, unavailable } from '../errors.ts';
 
 export interface GroupCommitOptions {
   /** Flush as soon as this many rows wait (and a flush may start). */
@@ -8,6 +8,12 @@ export interface GroupCommitOptions {
   delayMs: number;
   /** Bound on rows waiting or in flight; past it, submit() fails fast with 503. */
   maxQueuedRows: number;
+  /**
+   * Bound on how long the oldest waiting request may have waited for its flush to start (ms):
+   * past it the store is behind, and new requests are refused at once with 503 (`admit`,
+   * `submit`) until the queue moves again. Default: no bound.
+   */
+  maxWaitMs?: number;
   /**
    * Bound on the bytes of the chunks waiting or in flight (the memory they hold): the row bound
    * alone would let 200,000 rows of large events hold ~2 GiB. A chunk larger than the bound still
@@ -35,7 +41,12 @@ interface Waiter<Chunk> {
   arrivedAt: number;
   resolve: (committedAt: number) => void;
   reject: (err: unknown) => void;
+  /** Stops listening to the request's abort signal (once the waiter leaves the queue). */
+  release?: () => void;
 }
+
+const queueFull = () => unavailable('The ingest queue is full; retry shortly', 1);
+const storeBehind = () => unavailable('The ingest queue is not moving: storage is behind; retry shortly', 1);
 
 /**
  * Group commit: the chunks of concurrent requests (a chunk is one request's rows, already encoded)
@@ -48,6 +59,13 @@ interface Waiter<Chunk> {
  * flight. Under load, requests accumulate while the INSERTs run, so the next flush takes all of
  * them at once: the engine's fixed cost per INSERT (a new part per table) is paid per flush, not
  * per request, and the batches grow exactly as much as the engine is slow.
+ *
+ * Admission is bounded (docs/operations.md, "Overload"): rows and bytes queued, and how long the
+ * oldest waiting request has waited. Past a bound a request is refused with 503 before anything
+ * of it is queued (so it stores nothing), and `admit` lets the route refuse it before its body is
+ * even read. A waiting request whose client goes away (its `signal`) leaves the queue before any
+ * flush takes it: nothing of it is stored. Once taken into a flush it is committed or failed
+ * with the flush, whether or not anyone still waits for the answer.
  * The event write protocol as a whole: docs/architecture.md.
  */
 export class GroupCommitter<Chunk> {
@@ -64,22 +82,57 @@ export class GroupCommitter<Chunk> {
     private readonly opts: GroupCommitOptions,
   ) {}
 
-  /** Resolves with the commit time (ms since epoch) once the `rows` rows of `chunk` are committed. */
-  submit(chunk: Chunk, rows: number): Promise<number> {
+  /**
+   * Throws the 503 a new request would get now, whatever its size: shutting down, the queue at its
+   * row or byte bound, or the oldest waiting request waiting past `maxWaitMs`. Cheap: for the
+   * route, before the body is read and parsed.
+   */
+  admit(): void {
+    if (this.closed) throw unavailable('The service is shutting down', 1);
+    if (this.waitingRows + this.inFlightRows >= this.opts.maxQueuedRows) throw queueFull();
+    if (this.queuedBytes >= (this.opts.maxQueuedBytes ?? Infinity)) throw queueFull();
+    if (this.behind()) throw storeBehind();
+  }
+
+  /** Whether the oldest waiting request has waited past `maxWaitMs`. */
+  private behind(now = Date.now()): boolean {
+    return this.waiting.length > 0 && this.opts.maxWaitMs !== undefined && now - this.waiting[0].arrivedAt > this.opts.maxWaitMs;
+  }
+
+  /**
+   * Resolves with the commit time (ms since epoch) once the `rows` rows of `chunk` are committed.
+   * `signal`: the request's; aborted while the chunk still waits, the chunk leaves the queue and
+   * the promise rejects (nothing of it is stored).
+   */
+  submit(chunk: Chunk, rows: number, signal?: AbortSignal): Promise<number> {
     if (this.closed) return Promise.reject(unavailable('The service is shutting down', 1));
-    if (this.waitingRows + this.inFlightRows + rows > this.opts.maxQueuedRows) {
-      return Promise.reject(unavailable('The ingest queue is full; retry shortly', 1));
-    }
+    if (signal?.aborted) return Promise.reject(clientGone());
+    if (this.waitingRows + this.inFlightRows + rows > this.opts.maxQueuedRows) return Promise.reject(queueFull());
     const bytes = this.opts.sizeOf ? this.opts.sizeOf(chunk as never) : byteSize(chunk);
-    if (this.queuedBytes > 0 && this.queuedBytes + bytes > (this.opts.maxQueuedBytes ?? Infinity)) {
-      return Promise.reject(unavailable('The ingest queue is full; retry shortly', 1));
-    }
+    if (this.queuedBytes > 0 && this.queuedBytes + bytes > (this.opts.maxQueuedBytes ?? Infinity)) return Promise.reject(queueFull());
+    if (this.behind()) return Promise.reject(storeBehind());
     this.queuedBytes += bytes;
     return new Promise<number>((resolve, reject) => {
-      this.waiting.push({ chunk, rows, bytes, arrivedAt: Date.now(), resolve, reject });
+      const waiter: Waiter<Chunk> = { chunk, rows, bytes, arrivedAt: Date.now(), resolve, reject };
+      if (signal) {
+        const onAbort = () => this.withdraw(waiter);
+        signal.addEventListener('abort', onAbort, { once: true });
+        waiter.release = () => signal.removeEventListener('abort', onAbort);
+      }
+      this.waiting.push(waiter);
       this.waitingRows += rows;
       this.schedule();
     });
+  }
+
+  /** Takes a waiting chunk out of the queue (its client went away); one already in a flush stays. */
+  private withdraw(waiter: Waiter<Chunk>) {
+    const at = this.waiting.indexOf(waiter);
+    if (at < 0) return;
+    this.waiting.splice(at, 1);
+    this.waitingRows -= waiter.rows;
+    this.queuedBytes -= waiter.bytes;
+    waiter.reject(clientGone());
   }
 
   get bytesQueued(): number {
@@ -138,6 +191,7 @@ export class GroupCommitter<Chunk> {
       count++;
     }
     const batch = this.waiting.splice(0, count);
+    for (const w of batch) w.release?.();
     this.waitingRows -= rows;
     this.inFlightRows += rows;
     return { batch, rows };
@@ -200,6 +254,9 @@ export class GroupCommitter<Chunk> {
     }
   }
 }
+
+/** Nobody is left to answer: the client closed the connection while its request waited. */
+const clientGone = () => invalid('The client closed the connection before its events were stored');
 
 /** The memory a chunk holds: a Buffer's or a string's bytes (other chunk types count 0). */
 function byteSize(chunk: unknown): number {

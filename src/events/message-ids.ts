@@ -200,7 +200,9 @@ export async function insertOnce(
   }
   if (known.length > 0) {
     const orgs = [...new Set(known.map((c) => c.scope))];
-    contested.push(...(await view.lookup(client, known.map((c) => c.key), orgs)));
+    // Each key once: another writer's read may hold many copies of one key.
+    const keys = new Map(known.map((c) => [c.key.toString('latin1'), c.key]));
+    contested.push(...(await view.lookup(client, [...keys.values()], orgs)));
   }
   const undone = losers(contested);
   if (undone.length === 0) return;

@@ -40,6 +40,7 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> 
     delayMs: ingest.batchDelayMs,
     maxQueuedRows: ingest.maxQueuedRows,
     maxQueuedBytes: ingest.maxQueuedBytes,
+    maxWaitMs: ingest.maxQueueWaitMs,
     maxConcurrentFlushes: ingest.maxConcurrentFlushes,
     classify: insertDataError,
   });
@@ -87,6 +88,8 @@ export function eventsFeature(deps: AppDeps): Feature {
         summary: 'Send 1..100 events; 200 only after they are committed',
         scope: 'events',
         rateLimit: 'event',
+        // A queue that is full or not moving refuses before the body is read (a fast 503).
+        admit: () => committer.admit(),
         body: {
           schema: eventBatchSchema,
           // Checked and encoded in one walk; the schema answers the 400 (encode.ts).
@@ -100,8 +103,8 @@ export function eventsFeature(deps: AppDeps): Feature {
         },
         success: { status: 200, description: 'Committed', schema: ingestResultSchema, example: { count: 100, duplicates: 3, lag: 12 } },
         errors: [400, 401, 403, 413, 415, 429, 503],
-        handler: async ({ body: { chunk, receivedAt } }) => {
-          const committedAt = await committer.submit(chunk, chunk.rows);
+        handler: async ({ body: { chunk, receivedAt }, signal }) => {
+          const committedAt = await committer.submit(chunk, chunk.rows, signal);
           return { count: chunk.rows, duplicates: chunk.duplicates, lag: committedAt - receivedAt };
         },
       }),

@@ -2,7 +2,7 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { STATUS_CODES, type Server } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { DomainError, parseOrThrow } from '../errors.ts';
+import { DomainError, invalid, parseOrThrow } from '../errors.ts';
 import { requireScope } from './auth.ts';
 import { jsonBody } from './body.ts';
 import type { AppDeps, AppState } from './context.ts';
@@ -46,6 +46,7 @@ export function createApp(deps: AppDeps, features: readonly Feature[]): App {
     const chain: Koa.Middleware<AppState>[] = [];
     if (route.scope) chain.push(requireScope(route.scope, deps.db, deps.tokens) as Koa.Middleware<AppState>);
     if (route.rateLimit) chain.push(limiters[route.rateLimit] as Koa.Middleware<AppState>);
+    if (route.admit) chain.push(admission(route.admit));
     if (route.body) chain.push(jsonBody(route.body.limitBytes) as Koa.Middleware<AppState>);
     chain.push(runRoute(route));
     for (const method of [route.method, ...(route.aliases ?? [])]) router.register(route.path, [method], chain as never);
@@ -94,11 +95,31 @@ function rateLimiters(deps: AppDeps): Record<RateClass, Koa.Middleware> {
   } as Record<RateClass, Koa.Middleware>;
 }
 
-/** Validation, then the handler; its value becomes the answer. */
+/** The route's admission check, before its body is read (Route.admit). */
+function admission(admit: () => void): Koa.Middleware<AppState> {
+  return (_ctx, next) => {
+    admit();
+    return next();
+  };
+}
+
+/**
+ * Validation, then the handler; its value becomes the answer. A client gone before its body is
+ * parsed (its connection closed while the body was read or queued) gets no parsing and no handler.
+ */
 function runRoute(route: Route): Koa.Middleware<AppState> {
   return async (ctx) => {
+    const aborted = new AbortController();
+    ctx.res.once('close', () => {
+      if (!ctx.res.writableFinished) aborted.abort();
+    });
+    if (ctx.req.socket.destroyed) aborted.abort();
     let body: unknown;
     if (route.body) {
+      if (aborted.signal.aborted) {
+        ctx.state.body = undefined;
+        throw invalid('The client closed the connection before its request was processed');
+      }
       let raw = ctx.state.body;
       // No local keeps the raw body across the handler: an ingest request waits for its commit.
       ctx.state.body = undefined;
@@ -106,10 +127,6 @@ function runRoute(route: Route): Koa.Middleware<AppState> {
       body = route.body.parse ? route.body.parse(raw, ctx.state.auth) : parseOrThrow(route.body.schema, raw);
     }
     const query = route.query ? parseOrThrow(route.query, { ...ctx.query }, 'Invalid query string') : ctx.query;
-    const aborted = new AbortController();
-    ctx.res.once('close', () => {
-      if (!ctx.res.writableFinished) aborted.abort();
-    });
     const result = await route.handler({
       auth: ctx.state.auth,
       body,

@@ -83,6 +83,12 @@ export interface Route<Body = any, Query = any> {
    */
   scope: Scope | readonly [Scope, ...Scope[]] | null;
   rateLimit?: RateClass;
+  /**
+   * Admission: throws (a 503) when the route cannot take a request now (the ingest queue full or
+   * not moving). Runs after auth and the rate limit, before the body is read or parsed, so a
+   * refusal costs no parsing.
+   */
+  admit?: () => void;
   body?: BodySpec<v.GenericSchema, Body>;
   /** Query-string schema (values arrive as strings). */
   query?: v.GenericSchema;

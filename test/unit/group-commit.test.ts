@@ -158,6 +158,57 @@ describe('GroupCommitter', () => {
     await gc.submit('b', 1).catch((err) => (error = err));
     expect(error).to.include({ kind: 'unavailable' });
   });
+  it('refuses at once (503) while the oldest waiting request has waited past maxWaitMs, and admits again once the queue moves', async () => {
+    const insert = new ControlledInsert();
+    const gc = new GroupCommitter(insert.fn, { ...OPTIONS, delayMs: 0, maxWaitMs: 50 });
+    const a = gc.submit('a', 10);
+    await tick(10);
+    expect(insert.calls).to.have.length(1); // a is in flight; the INSERT does not finish
+    const b = gc.submit('b', 10);
+    gc.admit(); // b has not waited yet
+    await tick(120);
+    let refused: DomainError | undefined;
+    try {
+      gc.admit();
+    } catch (err) {
+      refused = err as DomainError;
+    }
+    expect(refused && STATUS_OF[refused.kind]).to.equal(503);
+    expect(refused?.retryAfterSeconds).to.be.a('number');
+    const c = await gc.submit('c', 10).catch((err: DomainError) => err);
+    expect(STATUS_OF[(c as DomainError).kind]).to.equal(503);
+    insert.calls[0].resolve();
+    await a;
+    await tick(10);
+    expect(insert.calls[1].chunks).to.deep.equal(['b']); // c never queued
+    gc.admit(); // b is in flight, nothing waits: the queue moves again
+    insert.calls[1].resolve();
+    await b;
+  });
+
+  it('a waiting request whose signal aborts leaves the queue and is never inserted; one already in flight stays', async () => {
+    const insert = new ControlledInsert();
+    const gc = new GroupCommitter(insert.fn, { ...OPTIONS, delayMs: 0 });
+    const first = new AbortController();
+    const second = new AbortController();
+    const a = gc.submit('a', 10, first.signal);
+    await tick(10);
+    const b = gc.submit('b', 10, second.signal).catch((err: DomainError) => err);
+    const c = gc.submit('c', 10);
+    second.abort();
+    first.abort(); // a is already in its flush
+    expect(STATUS_OF[((await b) as DomainError).kind]).to.equal(400);
+    expect(gc.queuedRows).to.equal(20);
+    insert.calls[0].resolve();
+    await a;
+    await tick(10);
+    expect(insert.calls.map((x) => x.chunks)).to.deep.equal([['a'], ['c']]);
+    insert.calls[1].resolve();
+    await c;
+    await tick(0);
+    expect(gc.queuedRows).to.equal(0);
+  });
+
 });
 
 describe('GroupCommitter: a batch that fails because of one request\'s rows', () => {
@@ -238,4 +289,5 @@ describe('GroupCommitter: a batch that fails because of one request\'s rows', ()
     const [r] = await Promise.allSettled([gc.submit('bad', 1)]);
     expect((r as PromiseRejectedResult).reason).to.include({ status: 400 });
   });
+
 });

@@ -33,7 +33,8 @@
  * covers the writes of PACE + 1 times its time and recomputes use at most 1 / (PACE + 1) of it.
  * A round of a few slices takes little, so the wait after it stays short. The price of a larger
  * PACE is how long written hours stay pending after their writes (read from the raw table: exact,
- * slower), up to PACE round times; a smaller one recomputes the same slices more often.
+ * slower), up to PACE round times; a smaller one recomputes the same slices more often (both
+ * measured under writes, reads beside: bench/responses-write/README.md).
  *
  * A failed round (engine down) puts its slices back and is retried after RETRY_MS; until then
  * they are read from the raw table.
