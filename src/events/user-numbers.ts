@@ -37,9 +37,10 @@
  *
  * Memory: a known user is a 16-character key and a small integer in a Map (BYTES_PER_KNOWN_USER,
  * an upper bound of what bench/events/README.md measured: the Map's table grows by doubling) plus
- * a bit per number in the organization's `seen` set. `maxUsers` (USER_NUMBERS_MAX_USERS) caps the users held: an organization whose
- * load would pass it is not held, and its flushes look their users up (`lookup`, one query per
- * flush, then the claims and another lookup for new users): slower, never weaker.
+ * a bit per number in the organization's `seen` set. `maxUsers` (USER_NUMBERS_MAX_USERS) caps the
+ * users held: an organization whose users, once loaded, pass it is dropped at once and not held
+ * again, and its flushes look their users up (`lookUp`, one query per flush, then the claims and
+ * another lookup for new users): slower, never weaker.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { stringify as stringifyUuid } from 'uuid';
@@ -165,10 +166,7 @@ export class UserNumbers {
     // Organizations held but never read are loaded (all their claims); one that passes the cap
     // is then looked up instead.
     const unread = [...missing.keys()].filter((o) => !this.org(o).lookedUp && this.org(o).mark < 0n);
-    if (unread.length > 0) {
-      await this.advance(client, unread);
-      for (const orgId of unread) if (this.heldUsers > this.options.maxUsers) this.release(orgId);
-    }
+    if (unread.length > 0) await this.advance(client, unread);
     for (let round = 0; ; round++) {
       const known = await this.known(client, missing);
       const rest = new Map<string, readonly string[]>();
@@ -237,7 +235,11 @@ export class UserNumbers {
    * would break the rule.
    */
   private advance(client: ClickHouseClient, orgIds: readonly string[]): Promise<void> {
-    const run = this.queue.then(() => this.advanceNow(client, orgIds));
+    const run = this.queue.then(async () => {
+      await this.advanceNow(client, orgIds);
+      // Past the cap: the organizations just read are dropped (looked up from now on).
+      for (const orgId of orgIds) if (this.heldUsers > this.options.maxUsers) this.release(orgId);
+    });
     this.queue = run.catch(() => undefined);
     return run;
   }

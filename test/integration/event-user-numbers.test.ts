@@ -73,18 +73,17 @@ describe('unique users from dense user numbers agree with uniqExact over the row
   const instant = fc.integer({ min: now - span - 2 * HOUR, max: now + HOUR }).map((ms) => formatDb(fromMillis(ms)));
   const scope = fc.record({ range: fc.option(fc.tuple(instant, instant).map(([a, b]) => (a <= b ? { start: a, end: b } : { start: b, end: a })), { nil: undefined }) });
   const timestampRule = fc.record({ field: fc.constant('timestamp' as const), minInterval: fc.constantFrom('hour' as const, 'day' as const), buckets: fc.integer({ min: 1, max: 100 }) });
-  // Two levels of different intervals: two identical levels group the rows by one expression
-  // twice, which the engine folds into one key over the rows (not over the hours).
-  const rules = fc.oneof(
-    fc.tuple(timestampRule),
-    fc.tuple(timestampRule, fc.integer({ min: 1, max: 100 })).map(([a, buckets]) => [a, { field: 'timestamp' as const, minInterval: a.minInterval === 'hour' ? ('day' as const) : ('hour' as const), buckets }]),
-  );
+  const rules = fc.oneof(fc.tuple(timestampRule), fc.tuple(timestampRule, timestampRule));
   const sorted = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).sort();
   const agree = (numRuns: number) =>
     fc.assert(
       fc.asyncProperty(scope, rules, async (s, r) => {
         const selection: EventSelection = { orgId: svc.orgId, filters: [], filtersBool: 'AND', ...s };
         const fromBitmaps = await runEventAggregation(run, selection, r as EventGroupByRule[], ['count', 'unique_users']);
+        // Two levels with the same series group the rows by one expression twice, which the engine
+        // folds into one key over the rows (not over the union of the hours): not this comparison.
+        const [a, b] = fromBitmaps.plans;
+        fc.pre(!b || a!.interval !== b.interval || a!.start !== b.start);
         const fromRows = await runEventAggregation(run, selection, r as EventGroupByRule[], ['count', 'unique_users'], run, { hours: false });
         expect(sorted(fromBitmaps.rows)).to.deep.equal(sorted(fromRows.rows));
       }),
