@@ -127,17 +127,23 @@ export interface UserNumbersStats {
 /** The process's user numbers (one per process: every flush shares it). */
 export class UserNumbers {
   private readonly orgs = new Map<string, OrgNumbers>();
-  private held = 0;
+  private heldUsers = 0;
   private lost = 0;
   /** Reads of the log are applied one at a time, in order. */
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(readonly options: UserNumbersOptions) {}
 
+  /** The numbers the process holds for an organization (valid for good), if it holds them. */
+  held(orgId: string): ReadonlyMap<string, number> | undefined {
+    const org = this.orgs.get(orgId);
+    return org && !org.lookedUp ? org.users : undefined;
+  }
+
   stats(): UserNumbersStats {
     let lookedUp = 0;
     for (const o of this.orgs.values()) if (o.lookedUp) lookedUp++;
-    return { organizations: this.orgs.size, users: this.held, lookedUp, lost: this.lost };
+    return { organizations: this.orgs.size, users: this.heldUsers, lookedUp, lost: this.lost };
   }
 
   /**
@@ -161,7 +167,7 @@ export class UserNumbers {
     const unread = [...missing.keys()].filter((o) => !this.org(o).lookedUp && this.org(o).mark < 0n);
     if (unread.length > 0) {
       await this.advance(client, unread);
-      for (const orgId of unread) if (this.held > this.options.maxUsers) this.release(orgId);
+      for (const orgId of unread) if (this.heldUsers > this.options.maxUsers) this.release(orgId);
     }
     for (let round = 0; ; round++) {
       const known = await this.known(client, missing);
@@ -209,7 +215,7 @@ export class UserNumbers {
   /** Stops holding an organization's map (past the cap); its proposals stay above what it saw. */
   private release(orgId: string): void {
     const org = this.org(orgId);
-    this.held -= org.users.size;
+    this.heldUsers -= org.users.size;
     org.users.clear();
     org.lookedUp = true;
   }
@@ -270,7 +276,7 @@ export class UserNumbers {
         if (!current || block <= current.mark) continue;
         const before = current.users.size;
         current.apply(buf.toString('latin1', at + 16, at + 32), buf.readUInt32LE(at + 32));
-        this.held += current.users.size - before;
+        this.heldUsers += current.users.size - before;
         top.set(current, block);
       }
       rest = buf.subarray(at);
@@ -313,26 +319,25 @@ export class UserNumbers {
 
 /**
  * Writes each row's user number into the chunks' bodies (`user_num`, the last 4 bytes of each row:
- * encode.ts), allocating numbers for users met for the first time. Anonymous rows keep 0.
+ * encode.ts), allocating numbers for users met for the first time. Anonymous rows keep 0. A row
+ * whose user the process holds is written at once (one key and one Map lookup); the others wait
+ * for `numbersOf`.
  */
 export async function numberUsers(client: ClickHouseClient, chunks: readonly EventChunk[], numbers: UserNumbers): Promise<void> {
-  const wanted = new Map<string, Set<string>>();
-  for (const c of chunks) {
-    let set = wanted.get(c.orgId);
-    for (let row = 0; row < c.rows; row++) {
-      const user = c.userKey(row);
+  const waiting: { chunk: EventChunk; row: number; user: string }[] = [];
+  for (const chunk of chunks) {
+    const held = numbers.held(chunk.orgId);
+    for (let row = 0; row < chunk.rows; row++) {
+      const user = chunk.userKey(row);
       if (user === undefined) continue;
-      if (!set) wanted.set(c.orgId, (set = new Set()));
-      set.add(user);
+      const n = held?.get(user);
+      if (n === undefined) waiting.push({ chunk, row, user });
+      else chunk.setUserNumber(row, n);
     }
   }
-  if (wanted.size === 0) return;
-  const got = await numbers.numbersOf(client, new Map([...wanted].map(([o, s]) => [o, [...s]])));
-  for (const c of chunks) {
-    const nums = got.get(c.orgId);
-    for (let row = 0; row < c.rows; row++) {
-      const user = c.userKey(row);
-      if (user !== undefined) c.setUserNumber(row, nums!.get(user)!);
-    }
-  }
+  if (waiting.length === 0) return;
+  const wanted = new Map<string, Set<string>>();
+  for (const w of waiting) (wanted.get(w.chunk.orgId) ?? wanted.set(w.chunk.orgId, new Set()).get(w.chunk.orgId)!).add(w.user);
+  const got = await numbers.numbersOf(client, new Map([...wanted].map(([o, users]) => [o, [...users]])));
+  for (const w of waiting) w.chunk.setUserNumber(w.row, got.get(w.chunk.orgId)!.get(w.user)!);
 }
