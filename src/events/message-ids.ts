@@ -227,13 +227,23 @@ function firstStored(chunks: readonly EventChunk[], dropped: ReadonlyMap<EventCh
   throw new Error('message ids: no stored row with a key');
 }
 
+/**
+ * Event ids per DELETE: the ids travel as a query parameter in the URL, which the engine bounds
+ * (`http_max_uri_size`, 1 MiB; ~37 characters an id). Only a writer that stored many ids twice
+ * (not this service) leaves more losers than this for one flush to undo.
+ */
+const DELETE_IDS_PER_QUERY = 20_000;
+
 /** Lightweight DELETE of these events (claims that lost); it returns once every query sees it. */
 async function deleteRows(client: ClickHouseClient, rows: readonly StoredClaim[]): Promise<void> {
-  const params = new ParamBag();
+  const ids = [...new Set(rows.map((r) => r.rowId))];
   const orgIds = [...new Set(rows.map((r) => r.scope))];
-  await client.command({
-    query: `DELETE FROM events WHERE ${orgsCondition('events', orgIds, params)} AND event_id IN (SELECT arrayJoin(${params.add([...new Set(rows.map((r) => r.rowId))], 'Array(UUID)')}))`,
-    query_params: params.toParams(),
-    clickhouse_settings: { lightweight_deletes_sync: '2' },
-  });
+  for (let i = 0; i < ids.length; i += DELETE_IDS_PER_QUERY) {
+    const params = new ParamBag();
+    await client.command({
+      query: `DELETE FROM events WHERE ${orgsCondition('events', orgIds, params)} AND event_id IN (SELECT arrayJoin(${params.add(ids.slice(i, i + DELETE_IDS_PER_QUERY), 'Array(UUID)')}))`,
+      query_params: params.toParams(),
+      clickhouse_settings: { lightweight_deletes_sync: '2' },
+    });
+  }
 }
