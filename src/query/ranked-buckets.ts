@@ -89,7 +89,10 @@ export function compileRankedBuckets(spec: RankedBucketsSpec): string {
     const prefix = ks.slice(0, a).map((k) => `if(depth >= ${a}, ${k}, NULL)`).join(', ');
     return `max(if(depth = ${a}, r, 0)) OVER (PARTITION BY ${prefix}) AS r${a}`;
   });
-  const noMissing = ks.map((k, i) => `(depth < ${i + 1} OR ${k} IS NOT NULL)`).join(' AND ');
+  // A bucket is a set of records: one whose count is 0 holds none and is no bucket. Rows of the
+  // table count 1 each and never make one; weighted sources (survey rollup slices whose groups
+  // were emptied by upserts) can, and must answer as those rows would.
+  const noMissing = [...ks.map((k, i) => `(depth < ${i + 1} OR ${k} IS NOT NULL)`), 'doc_count > 0'].join(' AND ');
   const keptAncestors = ks.slice(0, -1).map((_, i) => `(depth < ${i + 2} OR r${i + 1} <= ${limit})`);
 
   const grouped =

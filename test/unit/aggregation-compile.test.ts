@@ -183,7 +183,7 @@ describe('aggregation: compileAggregation', () => {
     const rules = [completion, createdByDay];
     const q = compileAggregation(scope(), rules, planLevels(rules, JANUARY, {}));
     expect(q.sql).to.equal(
-      `SELECT depth, k1, k2, doc_count, toUInt64(0) AS other_doc_count FROM (${groupedByDay('completion')}) WHERE (depth < 1 OR k1 IS NOT NULL) AND (depth < 2 OR k2 IS NOT NULL) ORDER BY depth`,
+      `SELECT depth, k1, k2, doc_count, toUInt64(0) AS other_doc_count FROM (${groupedByDay('completion')}) WHERE (depth < 1 OR k1 IS NOT NULL) AND (depth < 2 OR k2 IS NOT NULL) AND doc_count > 0 ORDER BY depth`,
     );
     expect(q.params).to.deep.equal(byDayParams);
     expect(Object.isFrozen(q)).to.equal(true);
@@ -194,7 +194,7 @@ describe('aggregation: compileAggregation', () => {
     const q = compileAggregation(scope(), rules, planLevels(rules, JANUARY, {}));
     const ranked =
       'SELECT k1, k2, depth, doc_count, row_number() OVER (PARTITION BY depth, if(depth >= 2, k1, NULL) ORDER BY doc_count DESC, multiIf(depth = 1, toString(k1), toString(k2)) ASC) AS r ' +
-      `FROM (${groupedByDay('if(empty(end_reason), NULL, end_reason)')}) WHERE (depth < 1 OR k1 IS NOT NULL) AND (depth < 2 OR k2 IS NOT NULL)`;
+      `FROM (${groupedByDay('if(empty(end_reason), NULL, end_reason)')}) WHERE (depth < 1 OR k1 IS NOT NULL) AND (depth < 2 OR k2 IS NOT NULL) AND doc_count > 0`;
     const withContext =
       'SELECT k1, k2, depth, doc_count, r, sum(if(r > {p6:UInt32}, doc_count, 0)) OVER (PARTITION BY depth, if(depth >= 2, k1, NULL)) AS other_doc_count, ' +
       `max(if(depth = 1, r, 0)) OVER (PARTITION BY if(depth >= 1, k1, NULL)) AS r1 FROM (${ranked})`;
