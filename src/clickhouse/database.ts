@@ -37,8 +37,12 @@ export interface DatabaseNode {
 
 const EMBEDDED_IDLE_SOCKET_TTL_MS = (ENGINE_KEEP_ALIVE_TIMEOUT_S * 1000) / 2;
 
+/** The clients of a cluster's Distributed tables (clusterSettings), whose queries the initiator splits per table. */
+const clusterClients = new WeakSet<ClickHouseClient>();
+export const isClusterClient = (client: ClickHouseClient): boolean => clusterClients.has(client);
+
 export function buildClient(endpoint: EngineEndpoint, config: Config, database: string | undefined, maxOpenConnections = 64): ClickHouseClient {
-  return createClient({
+  const client = createClient({
     url: endpoint.url,
     username: config.clickhouse.user,
     password: config.clickhouse.password,
@@ -62,6 +66,8 @@ export function buildClient(endpoint: EngineEndpoint, config: Config, database: 
       ...clusterSettings(config),
     },
   });
+  if (Object.keys(clusterSettings(config)).length > 0) clusterClients.add(client);
+  return client;
 }
 
 /**

@@ -67,6 +67,9 @@ export class ParamBag {
   private readonly values: Record<string, unknown> = {};
   private next = 0;
 
+  /** `prefix` names the placeholders (`{<prefix>0:...}`): two bags with different prefixes never collide. */
+  constructor(private readonly prefix = 'p') {}
+
   /**
    * Adds a value and returns its placeholder, e.g. `{p0:String}`. `type` is a ClickHouse type
    * literal from code, never from input. An array whose text would pass the engine's cap on one
@@ -81,7 +84,7 @@ export class ParamBag {
   }
 
   private addOne(value: unknown, type: string): string {
-    const name = `p${this.next++}`;
+    const name = `${this.prefix}${this.next++}`;
     this.values[name] = value;
     return `{${name}:${type}}`;
   }

@@ -4,14 +4,15 @@
  * interval and bucket count (src/metrics/compare.ts), the releases on every date level
  * (src/releases/marks.ts), and the shaping that aligns the trees and adds each metric's change.
  *
- * The periods are read side by side after one read of the pending marks (aggregation-periods.ts),
- * and the whole request is cached as one entry (result-cache.ts), so an answer always comes from
+ * The periods are read side by side, each query checking the pending marks beside it
+ * (aggregation-periods.ts), and the whole request is cached as one entry (result-cache.ts), so an answer always comes from
  * one run.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { RunQuery } from '../clickhouse/sql.ts';
 import { RANKED_BUCKETS_SETTINGS } from '../query/ranked-buckets.ts';
 import { cachedRequest } from '../query/request-cache.ts';
+import { isClusterClient } from '../clickhouse/database.ts';
 import { invalid } from '../errors.ts';
 import { planComparisons, type CompareSpec, type MicrosRange } from '../metrics/compare.ts';
 import { formatDbMicros, formatMicros, parseInstantMicros, type HistogramPlan } from '../query/histogram.ts';
@@ -72,7 +73,7 @@ export async function runAggregationRequest(run: RunQuery, selection: ResponseSe
     const plans = planLevels(rules, selection.range, {});
     const comparisons = planComparisons(request.compare, range, plans);
     const shifted = comparisons.map((c): ResponseSelection => ({ ...selection, range: { start: formatDbMicros(c.range.start), end: formatDbMicros(c.range.end) } }));
-    // Every period's query side by side, after one read of the pending marks (aggregation-periods.ts).
+    // Every period's query side by side (aggregation-periods.ts).
     const rows = runPeriods(run, [{ selection, plans }, ...comparisons.map((c, i) => ({ selection: shifted[i], plans: c.plans }))], rules, { ...options, metrics });
     periods = [
       rows.then(([main]) => ({ plans, rows: main, range })),
@@ -113,6 +114,6 @@ export async function aggregate(client: ClickHouseClient, selection: ResponseSel
   // it read are those its rows were computed with. They are read without any cache; the grouped
   // queries may use the engine's 3 s query cache (their SQL carries both).
   const { value: rows, at } = await cachedRequest(client, 'aggregation', [selection, request, options], RANKED_BUCKETS_SETTINGS, ({ run, fresh }) =>
-    runAggregationRequest(run, selection, request, { ...options, fresh }));
+    runAggregationRequest(run, selection, request, { ...options, fresh, marksFirst: isClusterClient(client) }));
   return { result: shapeAggregationRequest(request, rows, Math.round(performance.now() - started)), watermark: at };
 }

@@ -316,15 +316,24 @@ export function checkedRows(selection: ResponseSelection, rows: readonly Aggrega
 
 /** The data bounds when a histogram needs them, the plans, then the grouped query. */
 export async function runAggregation(run: RunQuery, selection: ResponseSelection, rules: readonly GroupByRule[], options: AggregationOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: AggregationRow[] }> {
-  const metrics = options.metrics ?? [];
   const needBounds = options.plans ? [] : fieldsNeedingBounds(rules, selection.range);
   const bounds = needBounds.length ? readBounds(needBounds, (await (options.fresh ?? run)<Record<string, string | null>>(compileBounds(selection, needBounds)))[0]) : {};
   const plans = options.plans ? [...options.plans] : planLevels(rules, selection.range, bounds);
   checkDenseBuckets(plans);
-  // From the rollup for what it answers (rollups/read.ts), the raw table for the rest.
+  return { plans, rows: await groupedRows(run, selection, rules, plans, options) };
+}
+
+/**
+ * The grouped query's rows for planned series: from the rollup for what it answers (rollups/read.ts),
+ * with the pending marks checked beside it (runWithPending), the raw table for the rest.
+ */
+export async function groupedRows(run: RunQuery, selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], options: AggregationOptions = {}): Promise<AggregationRow[]> {
+  const metrics = options.metrics ?? [];
+  const raw = () => run<AggregationRow>(compileAggregation(selection, rules, plans, undefined, metrics));
   const grain = rollupGrain(selection, rules, plans, metrics, options);
-  if (!grain) return { plans, rows: await run<AggregationRow>(compileAggregation(selection, rules, plans, undefined, metrics)) };
+  if (!grain) return raw();
   const compile = (pending: Pending) => compileAggregation(selection, rules, plans, rollupCover(selection.range, pending, grain) ?? undefined, metrics);
-  const rows = (await runWithPending<AggregationRow>(run, options.fresh ?? run, selection.orgId, compile))!;
-  return { plans, rows: checkedRows(selection, rows) ?? (await run<AggregationRow>(compileAggregation(selection, rules, plans, undefined, metrics))) };
+  const rows = (await runWithPending<AggregationRow>(run, options.fresh ?? run, selection.orgId, compile, options.marksFirst))!;
+  // An answer filter's slices found incomplete: the raw table.
+  return checkedRows(selection, rows) ?? raw();
 }

@@ -9,6 +9,7 @@ import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickh
 import type { ResponseRecord } from './record.ts';
 import { answersCompleteColumn, completeRows } from './answer-rollups.ts';
 import { decodeCursor, encodeCursor } from './cursor.ts';
+import { isClusterClient } from '../clickhouse/database.ts';
 import { rebuildRecord, type StoredColumns } from './stored-doc.ts';
 
 export interface SearchInput extends ResponseSelection {
@@ -43,7 +44,7 @@ export async function runSearch(run: RunQuery, input: SearchInput, options: Read
     const found = await runWithPending<RollupCountRow>(run, options.fresh ?? run, input.orgId, (pending) => {
       const window = rollupCover(input.range, pending, 'month');
       return window ? compileRollupCount(input, window) : null;
-    });
+    }, options.marksFirst);
     const complete = found && completeRows(found);
     if (complete) return searchFromRollup(run, input, complete[0], early);
   }
@@ -144,7 +145,7 @@ export async function searchResponses(client: ClickHouseClient, selection: Respo
   const run: RunQuery = async (q) =>
     (await client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS })).json();
   const after = page.cursor === undefined ? undefined : decodeCursor(page.cursor, selection);
-  const { total, docs, more } = await runSearch(run, { ...selection, size: page.size, offset: page.offset, after });
+  const { total, docs, more } = await runSearch(run, { ...selection, size: page.size, offset: page.offset, after }, { marksFirst: isClusterClient(client) });
   const last = docs[docs.length - 1];
   return {
     took: Math.round(performance.now() - started),

@@ -23,6 +23,7 @@ import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickh
 import { QUERY_SETTINGS, type ResponseSelection } from './compile.ts';
 import { rawGroupsSql, rowsInSelectionSql } from './selection-rows.ts';
 import { cachedRequest } from '../query/request-cache.ts';
+import { isClusterClient } from '../clickhouse/database.ts';
 import { COMPLETION_VALUES } from './filters.ts';
 import { answerTotalsFilter, answerTotalsSummarySql, answersCompleteColumn, completeRows } from './answer-rollups.ts';
 import { filtersServable, totalsServable } from './rollups/groups.ts';
@@ -186,7 +187,7 @@ export async function summarize(client: ClickHouseClient, selection: ResponseSel
   // The request is cached as a whole (src/query/request-cache.ts); within it, the pending marks
   // are read without any cache and the main query may use the engine's 3 s query cache (its SQL
   // names the pending slices, so a cached result was computed with the same ones).
-  const { value: rows, at } = await cachedRequest(client, 'summary', [selection, options], QUERY_SETTINGS, ({ run, fresh }) => runSummary(run, selection, { ...options, fresh }));
+  const { value: rows, at } = await cachedRequest(client, 'summary', [selection, options], QUERY_SETTINGS, ({ run, fresh }) => runSummary(run, selection, { ...options, fresh, marksFirst: isClusterClient(client) }));
   return { summary: shapeSummary(rows[0]), watermark: at };
 }
 
@@ -195,6 +196,6 @@ export async function runSummary(run: RunQuery, selection: ResponseSelection, op
   if (options.rollups === false || !filtersServable(selection)) return run<SummaryRow>(compileSummary(selection));
   // null never comes back: without a window, compileSummary reads the raw table alone. An answer
   // filter over slices written before their answer groups had scores: the raw table (answer-rollups.ts).
-  const rows = (await runWithPending<SummaryRow>(run, options.fresh ?? run, selection.orgId, (pending) => compileSummary(selection, rollupCover(selection.range, pending, 'month') ?? undefined)))!;
+  const rows = (await runWithPending<SummaryRow>(run, options.fresh ?? run, selection.orgId, (pending) => compileSummary(selection, rollupCover(selection.range, pending, 'month') ?? undefined), options.marksFirst))!;
   return completeRows(rows) ?? run<SummaryRow>(compileSummary(selection));
 }

@@ -10,8 +10,8 @@
  *   - `tallyhouse seed` and `rollups rebuild` mark the whole org with ORG_SENTINEL for their
  *     duration; a rebuild ends by taking back every mark of the org (takeBackAllMarksSql).
  *   - A reader answers the pending hours (and the days and months holding them) from
- *     survey_responses, and serves only rows of slices the set it read did not name
- *     (runWithPending): a slice that cannot be trusted is never served.
+ *     survey_responses, and serves only rows of slices the set it read did not name, the set read
+ *     no later than the slice rows (runWithPending): a slice that cannot be trusted is never served.
  * Marks are summed per slice (SummingMergeTree: merges drop the slices whose marks sum to 0), so
  * the order in which writers and recomputes add them does not matter.
  *
@@ -21,6 +21,7 @@
  * marks (takeover.ts, owners.ts). Readers ignore owners. `seed` and `rebuild` mark as NO_OWNER.
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import { LRUCache } from 'lru-cache';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
 import { TenantOrg } from '../../clickhouse/tenant.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
@@ -101,20 +102,120 @@ export async function readPending(run: RunQuery, orgId: string): Promise<Pending
   return pendingOf(rows);
 }
 
+// --- reading the set beside the read, in its own query ---------------------------------------------
+
 /**
- * Runs a read that serves slices of the rollup, the pending set read FIRST: the query is compiled
- * with the set read, so every slice it serves was unmarked before the query read its row.
- *
- * Why first and not beside the query: a write acknowledged before the read holds its mark until its
- * recompute has replaced the slice row. Read first, the set names that slice (read raw) or the
- * recompute is already done (the row is fresh). Read beside, the query could read the old row while
- * the set, read a moment later, no longer names the slice: the recompute and the take-back landed
- * in between, and the slice would be served without an acknowledged write.
- * `compile` returns null when the rollup cannot serve the request whatever is pending (the caller
- * then reads the raw table); returns the rows, or null. The set is read on `fresh` (never from a
- * cache).
+ * The slices the sets this process read named lately, per org: the guess a read is compiled with
+ * before it reads the set (runWithPending). Only spares a second query: correctness never depends
+ * on it. A slice stays in the guess for GUESS_MS after a set last named it, so a slice whose marks
+ * come and go under a trickle of writes keeps being read raw rather than sending every other read
+ * to a second query; reading a slice raw is always exact.
  */
-export async function runWithPending<R>(run: RunQuery, fresh: RunQuery, orgId: string, compile: (pending: Pending) => CompiledQuery | null): Promise<R[] | null> {
-  const q = compile(await readPending(fresh, orgId));
+const GUESS_MS = 60_000;
+/** Past this many slices, the guess is the last set read alone (each slice is a key range of the raw read). */
+const MAX_GUESSED_SLICES = 32;
+interface Seen {
+  /** The last set read named the whole org (the sentinel, or too many slices): the next read reads the set first. */
+  org: boolean;
+  slices: Map<string, { slice: HourSlice; at: number }>;
+  last: HourSlice[];
+}
+const seen = new LRUCache<string, Seen>({ max: 10_000 });
+const sliceKey = (s: HourSlice) => `${s.surveyId.toLowerCase()}/${s.hour}`;
+
+/** Records the set a read found for the org. */
+function remember(orgId: string, set: Pending): void {
+  const key = orgId.toLowerCase();
+  const now = Date.now();
+  const slices = seen.get(key)?.slices ?? new Map<string, { slice: HourSlice; at: number }>();
+  for (const [k, e] of slices) if (now - e.at >= GUESS_MS) slices.delete(k);
+  for (const slice of set.slices) slices.set(sliceKey(slice), { slice, at: now });
+  seen.set(key, { org: set.org, slices, last: set.slices });
+}
+
+/** What the org's next read is compiled with; undefined: read the set first. */
+function guessOf(orgId: string): Pending | undefined {
+  const entry = seen.get(orgId.toLowerCase());
+  if (!entry) return { org: false, slices: [] };
+  if (entry.org) return undefined;
+  const now = Date.now();
+  const recent = [...entry.slices.values()].filter((e) => now - e.at < GUESS_MS).map((e) => e.slice);
+  return { org: false, slices: recent.length <= MAX_GUESSED_SLICES ? recent : entry.last };
+}
+
+/** Whether a read compiled with `guess` served no slice that `set` names (reading more slices raw than needed is exact). */
+export function coversPending(guess: Pending, set: Pending): boolean {
+  if (guess.org) return true;
+  if (set.org) return false;
+  const names = new Set(guess.slices.map(sliceKey));
+  return set.slices.every((s) => names.has(sliceKey(s)));
+}
+
+/** The columns checkedSql adds to each row of a read. */
+interface SetColumns {
+  /** 1 on the read's rows; 0 on the one row that carries the set when the read has none. */
+  read_row: number;
+  pending_surveys: string[];
+  pending_hours: string[];
+}
+
+/**
+ * The read `q` with the org's pending set beside each of its rows, in ONE query:
+ * `SELECT read.*, <set> FROM (<set>) AS marks LEFT JOIN (SELECT 1 AS read_row, * FROM (<q>)) AS read ON true`
+ * (LEFT: a read without rows still brings the set, on a row whose read_row is 0).
+ *
+ * The set is the first table expression of the query's FROM: the engine takes the parts of the
+ * tables a query reads while it analyses the query, its FROM left to right, so it takes
+ * survey_rollup_pending's before those of any table the read reads, the slice rows'. The set is
+ * then what a read of it just before the query would have found: as read first, one round trip
+ * less. test/integration/pending-beside.test.ts holds the engine to that order (a scalar subquery
+ * on the left that sleeps, inserts meanwhile: the left misses them, the right sees them).
+ */
+export function checkedSql(q: CompiledQuery, orgId: string): CompiledQuery {
+  const bag = new ParamBag('marks');
+  const set =
+    `SELECT groupArray(${MAX_PENDING_SLICES + 1})(toString(survey_id)) AS pending_surveys, groupArray(${MAX_PENDING_SLICES + 1})(toString(hour)) AS pending_hours ` +
+    `FROM (${pendingSetSql(new TenantOrg(orgId, bag))})`;
+  return compiled(
+    `SELECT read.*, marks.pending_surveys, marks.pending_hours FROM (${set}) AS marks LEFT JOIN (SELECT 1 AS read_row, * FROM (${q.sql})) AS read ON true`,
+    { ...q.params, ...bag.toParams() },
+  );
+}
+
+/**
+ * Runs a read that serves slices of the rollup; every slice it serves was unmarked when the set
+ * was read, and the set was read no later than the slice rows.
+ *
+ * Why the set is never read after the rows: a write acknowledged before the read holds its mark
+ * until its recompute has replaced the slice row. Read first, the set names that slice (read raw)
+ * or the recompute is already done (the row is fresh). Read after (a query of its own beside the
+ * read, or a scalar subquery, which the engine runs after it took the parts of the read's tables),
+ * the query could read the old row while the set, read a moment later, no longer names the slice.
+ *
+ * How, in one query most of the time: the read is compiled with a guess (the slices this process
+ * saw pending lately), and checkedSql carries the set beside it. When the guess names every slice
+ * of the set (coversPending), the rows stand; otherwise the read is compiled with that set and runs
+ * again (its tables' parts are taken after the set's). When the last set named the whole org, or
+ * with `marksFirst` (a cluster: ReadOptions), the set is read first, on its own, on `fresh` (never
+ * from a cache).
+ * `compile` returns null when the rollup cannot serve the request whatever is pending (the caller
+ * then reads the raw table); returns the rows, or null.
+ */
+export async function runWithPending<R>(run: RunQuery, fresh: RunQuery, orgId: string, compile: (pending: Pending) => CompiledQuery | null, marksFirst = false): Promise<R[] | null> {
+  const guess = marksFirst ? undefined : guessOf(orgId);
+  if (guess) {
+    const q = compile(guess);
+    if (!q) return null;
+    const rows = await run<R & SetColumns>(checkedSql(q, orgId));
+    const { pending_surveys: surveys, pending_hours: hours } = rows[0];
+    const set = pendingOf(surveys.map((s, i) => ({ s, h: hours[i] })));
+    remember(orgId, set);
+    if (coversPending(guess, set)) return rows.filter((r) => Number(r.read_row) === 1).map(({ read_row: _r, pending_surveys: _s, pending_hours: _h, ...row }) => row as R);
+    const again = compile(set);
+    return again ? run<R>(again) : null;
+  }
+  const set = await readPending(fresh, orgId);
+  remember(orgId, set);
+  const q = compile(set);
   return q ? run<R>(q) : null;
 }

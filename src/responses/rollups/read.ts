@@ -15,7 +15,8 @@
  * A slice whose maintenance is pending (a write in flight or interrupted) is read from
  * survey_responses instead, its day and month from their other hours and days; with the whole org pending (seed,
  * rebuild) or too many pending slices, the request reads survey_responses alone.
- * The pending set is read before the request's own query (pending.ts runWithPending). A search
+ * The pending set is read no later than the slice rows, in the read's own query (pending.ts
+ * runWithPending). A search
  * count (no cursor) is served alike. This module holds the window and the rows that answer it;
  * what those rows answer (response groups, slice totals, answer counts) is in groups.ts.
  */
@@ -39,6 +40,11 @@ export interface ReadOptions {
    * cache at all; default: the main query's runner.
    */
   fresh?: RunQuery;
+  /**
+   * Read the pending marks first, in a query of their own (runWithPending): on a cluster, whose
+   * initiator reads the set and the slice rows with separate queries to the shard, in no set order.
+   */
+  marksFirst?: boolean;
 }
 /** Up to this many pending slices are OR-ed key ranges on the raw table; past it, one range and a slice set. */
 const MAX_PENDING_RANGES = 32;
