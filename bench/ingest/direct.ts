@@ -36,13 +36,15 @@ export interface PreparedInsert {
 }
 
 /**
- * INSERT bodies of `rowsPerInsert` rows for `orgId`, cycling through the batches. Every row is
+ * INSERT bodies of `rowsPerInsert` rows for `orgIds` (each batch, a request's rows, for the next
+ * organization in turn, as in a flush of many requests), cycling through the batches. Every row is
  * encoded afresh (its own random event_id), so no body holds a row twice and no two
  * prepared bodies are alike, as with the service; the phase cycles through them (up to ~160k rows
  * prepared, so a 10,000-row phase repeats its 16 bodies: a server that deduplicates identical
  * INSERTs, Replicated tables, would store fewer rows than inserted and the check would say so).
  */
-export function prepareInserts(batches: unknown[][], orgId: string, rowsPerInsert: number): PreparedInsert[] {
+export function prepareInserts(batches: unknown[][], orgIds: string | readonly string[], rowsPerInsert: number): PreparedInsert[] {
+  const orgs = typeof orgIds === 'string' ? [orgIds] : orgIds;
   const count = Math.min(64, Math.max(4, Math.ceil(160_000 / rowsPerInsert)));
   const receivedAt = new Date();
   // Each prepared row gets a message_id of its own (the pool's batches share 100 placeholder ids):
@@ -51,14 +53,28 @@ export function prepareInserts(batches: unknown[][], orgId: string, rowsPerInser
   // which the service's claim rule leaves alone, never two claims of one id for it to undo.
   let id = 0;
   const withOwnIds = (b: unknown[]) => b.map((e) => (e && typeof e === 'object' && 'message_id' in e ? { ...e, message_id: `direct-${id++}` } : e));
+  // Known users get dense numbers per organization, 1, 2, 3... in order of appearance, as the
+  // service's allocator gives them (src/events/user-numbers.ts), so the unique-user bitmaps the
+  // engine builds hold what they hold behind the service.
+  const numbers = new Map<string, Map<string, number>>(orgs.map((o) => [o, new Map()]));
   const out: PreparedInsert[] = [];
   let next = 0;
   for (let i = 0; i < count; i++) {
     const bodies: Buffer[] = [];
     let rows = 0;
     while (rows < rowsPerInsert) {
+      const orgId = orgs[next % orgs.length];
       const events = parseEventBatch(withOwnIds(batches[next++ % batches.length].slice(0, rowsPerInsert - rows)));
-      bodies.push(encodeEventChunk(orgId, events, receivedAt).body);
+      const chunk = encodeEventChunk(orgId, events, receivedAt);
+      const known = numbers.get(orgId)!;
+      for (let row = 0; row < chunk.rows; row++) {
+        const user = chunk.userKey(row);
+        if (user === undefined) continue;
+        let n = known.get(user);
+        if (n === undefined) known.set(user, (n = known.size + 1));
+        chunk.setUserNumber(row, n);
+      }
+      bodies.push(chunk.body);
       rows += events.length;
     }
     out.push({ body: Buffer.concat(bodies), rows });

@@ -17,7 +17,7 @@ import { monotonicMicros, summarizeProfile, type ProfileSummary } from '../lib/c
 import { machineInfo } from '../lib/machine.ts';
 import { cpuDelta, cpuSnapshot, type CpuSnapshot } from '../lib/proc.ts';
 import { waitForMerges } from '../lib/merges.ts';
-import { engineCosts, insertLog, type EngineCostRow, type InsertLogSummary } from '../lib/query-log.ts';
+import { engineCosts, insertLog, insertProfile, type EngineCostRow, type InsertLogSummary } from '../lib/query-log.ts';
 import { RESULTS_DIR, writeResult } from '../lib/results.ts';
 import { attachService, startService, type BenchTarget } from '../lib/service.ts';
 import { round } from '../lib/stats.ts';
@@ -57,6 +57,8 @@ export interface IngestOptions {
   largeConcurrency?: number;
   batchSize: number;
   pool: number;
+  /** Known users per organization in the workload (the rest of the events are anonymous). */
+  users: number;
   phases: Phase[];
   /** Use a running service instead of starting one. */
   url?: string;
@@ -90,6 +92,7 @@ export const DEFAULTS: IngestOptions = {
   largeBatch: 10_000,
   batchSize: 100,
   pool: 64,
+  users: 20_000,
   phases: [...PHASES],
   env: {},
   nodeArgs: [],
@@ -115,6 +118,8 @@ interface PhaseCommon {
   engine_inserts: InsertLogSummary | undefined;
   /** The engine's time per view and per table (new parts, merges) during the phase. */
   engine_costs: EngineCostRow[];
+  /** The INSERTs' ProfileEvents summed (system.query_log), for comparing two runs counter by counter. */
+  engine_insert_profile: Record<string, number>;
 }
 export type ServicePhaseResult = PhaseCommon & { load: LoadResult; rows_per_insert: number | undefined; unanswered_requests: number };
 export type DirectPhaseResult = PhaseCommon & { direct: DirectResult };
@@ -177,9 +182,9 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
   const load1 = os.loadavg()[0];
   if (load1 > 0.5) log(`note: load average ${load1.toFixed(2)} before the start: other processes share the CPUs (see "other CPU s")`);
   log(`generating ${opts.pool} batches of ${opts.batchSize} events`);
-  const pool = generatePool(opts.pool, { batchSize: opts.batchSize });
+  const pool = generatePool(opts.pool, { batchSize: opts.batchSize, users: opts.users });
   const ids = new MessageIds(pool.bodies);
-  const plain = opts.phases.includes('closed-noid') ? generatePool(opts.pool, { batchSize: opts.batchSize, messageIds: false }) : pool;
+  const plain = opts.phases.includes('closed-noid') ? generatePool(opts.pool, { batchSize: opts.batchSize, users: opts.users, messageIds: false }) : pool;
 
   const profileDir = opts.cpuProf ? join(RESULTS_DIR, `profile-${startedAt.toISOString().replace(/[:.]/g, '-')}`) : undefined;
   const target = opts.url
@@ -254,6 +259,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
           unanswered_requests: res.unknown_requests_total,
           engine_inserts: inserts,
           engine_costs: await engineCosts(target.client, t0, t1),
+          engine_insert_profile: await insertProfile(target.client, table, t0, t1),
           load: res,
           rows_per_insert: inserts?.inserts ? res.distinct_acked_events_total / inserts.inserts : undefined,
         });
@@ -277,6 +283,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
           rows_match: stored === res.inserted_rows_total,
           engine_inserts: await insertLog(target.client, table, t0, t1),
           engine_costs: await engineCosts(target.client, t0, t1),
+          engine_insert_profile: await insertProfile(target.client, table, t0, t1),
           direct: res,
         });
       }
@@ -474,7 +481,7 @@ function report(r: IngestResult): void {
   const costs = r.phases.filter((p) => p.engine_costs.length > 0);
   if (costs.length) {
     printTable(
-      'Engine time per view and table (system.query_views_log, system.part_log; µs per event stored in the phase)',
+      'Engine time per view, table and statement (system.query_views_log, system.part_log, system.query_log by normalized text; µs per event stored in the phase)',
       ['phase', 'what', 'count', 'rows', 'avg ms', 'CPU s', 'CPU µs/ev'],
       costs.flatMap((p) => p.engine_costs.map((c) => [p.phase, c.what, c.count, c.rows, c.duration_ms_avg, c.cpu_s, p.expected_rows ? round((c.cpu_s * 1e6) / p.expected_rows, 2) : undefined])),
     );
@@ -504,6 +511,8 @@ const USAGE = `usage: node --import tsx bench/ingest/run.ts [flags]
   --large-concurrency N   its INSERTs in flight (default: the service's INGEST_MAX_CONCURRENT_FLUSHES, 1)
   --batch-size N          events per request, 1..100 (default ${DEFAULTS.batchSize})
   --pool N                distinct pre-serialized batches (default ${DEFAULTS.pool})
+  --users N               known users per organization (default ${DEFAULTS.users}); every phase's organizations are new,
+                          so each user's first events in a phase get a dense number (a claims round in their flush)
   --phases LIST           comma list of ${PHASES.join(',')} (default all)
   --env KEY=VALUE         extra service environment, repeatable (e.g. INGEST_BATCH_DELAY_MS=5)
   --node-arg FLAG         extra node/V8 flag for the service, repeatable (e.g. --node-arg=--max-semi-space-size=64)
@@ -534,6 +543,7 @@ export function optionsFromArgv(argv: string[]): Partial<IngestOptions> {
       'large-concurrency': { type: 'string' },
       'batch-size': { type: 'string' },
       pool: { type: 'string' },
+      users: { type: 'string' },
       phases: { type: 'string' },
       env: { type: 'string', multiple: true },
       'cpu-prof': { type: 'boolean' },
@@ -578,6 +588,7 @@ export function optionsFromArgv(argv: string[]): Partial<IngestOptions> {
     largeConcurrency: f['large-concurrency'] ? positiveInt('large-concurrency', f['large-concurrency'], 2) : undefined,
     batchSize,
     pool: positiveInt('pool', f.pool, DEFAULTS.pool),
+    users: positiveInt('users', f.users, DEFAULTS.users),
     phases: (phases as Phase[] | undefined) ?? DEFAULTS.phases,
     env: envPairs(f.env),
     nodeArgs: f['node-arg'] ?? [],

@@ -8,7 +8,10 @@
  * time) and of the merge (the OPTIMIZE query's, which runs it), and its bytes on disk; `- X` minus `full` is what X
  * costs. Variants run interleaved, `--rounds` times (median), so a load change hits them alike.
  *
- *   node --import tsx bench/ingest/structures.ts [--rows 10000] [--inserts 8] [--rounds 3] [--only REGEX]
+ * `--orgs`: the organizations each INSERT's requests (batches of 100) are spread over, as in the
+ * service's flushes; known users carry dense numbers per organization, as the service sends them.
+ *
+ *   node --import tsx bench/ingest/structures.ts [--rows 10000] [--orgs 16] [--inserts 8] [--rounds 3] [--only REGEX]
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { readFileSync } from 'node:fs';
@@ -21,9 +24,10 @@ import { startService } from '../lib/service.ts';
 import { prepareInserts } from './direct.ts';
 import { generatePool } from './events.ts';
 
-const USAGE = 'usage: node --import tsx bench/ingest/structures.ts [--rows 10000] [--inserts 8] [--rounds 3] [--only REGEX]';
-const flags = parseFlags(process.argv.slice(2), { rows: { type: 'string' }, inserts: { type: 'string' }, rounds: { type: 'string' }, only: { type: 'string' } }, USAGE);
+const USAGE = 'usage: node --import tsx bench/ingest/structures.ts [--rows 10000] [--orgs 16] [--inserts 8] [--rounds 3] [--only REGEX]';
+const flags = parseFlags(process.argv.slice(2), { rows: { type: 'string' }, orgs: { type: 'string' }, inserts: { type: 'string' }, rounds: { type: 'string' }, only: { type: 'string' } }, USAGE);
 const rowsPerInsert = positiveInt('rows', flags.rows, 10_000);
+const orgsPerInsert = positiveInt('orgs', flags.orgs, 16);
 const insertsPerVariant = positiveInt('inserts', flags.inserts, 8);
 const rounds = positiveInt('rounds', flags.rounds, 3);
 const only = new RegExp(flags.only ?? '.');
@@ -58,7 +62,6 @@ const dropProjection = (name: string) => (s: string) => {
 const schemaText = (file: string) => readFileSync(join(REPO_ROOT, 'schema', file), 'utf8');
 const PROPERTY_VALUES_JSON = /ADD COLUMN IF NOT EXISTS (property_values JSON MATERIALIZED [\s\S]*?);\n/.exec(schemaText('090-event-read-structures.sql'))![1];
 const USER_WEEKS = /ADD PROJECTION IF NOT EXISTS (event_user_weeks\s*\([\s\S]*?\));\n/.exec(schemaText('091-event-read-projections.sql'))![1];
-const USER_HOURS = 'user_hours (SELECT org_id, toStartOfHour(timestamp), groupBitmapIf(user_num, anonymous = 0), countIf(anonymous = 1) GROUP BY org_id, toStartOfHour(timestamp))';
 const addColumn = (definition: string) => (s: string) => s.replace(/,\n(\s*)INDEX /, `,\n$1${definition},\n$1INDEX `);
 const addProjection = (definition: string) => (s: string) => s.replace(/\n\)\nENGINE = /, `,\n    PROJECTION ${definition}\n)\nENGINE = `);
 
@@ -80,9 +83,16 @@ const VARIANTS: Variant[] = [
   // Dense per-organization user numbers (bench/events/README.md, unique users): the number
   // stands in for one the write path would assign and send (4 bytes a row); the hash here keeps its
   // range (the data set's 100k users) at the cost of computing it at INSERT.
+  // Dense user numbers (schema/230-232): the bitmaps of each (organization, hour), the number in
+  // event_times, and the column (sent, not stored, when the table goes without it).
+  { name: '- event_user_hours', edit: dropProjection('event_user_hours') },
+  { name: '- user_num in event_times', edit: (s) => s.replace(/(PROJECTION event_times\s*\(\s*SELECT\s[^)]*?user_id,)\s*user_num,/, '$1') },
   {
-    name: '+ user_num, user_hours (dense user numbers: the column, the hour bitmaps, in event_times)',
-    edit: (s) => addProjection(USER_HOURS)(addColumn('user_num UInt32 DEFAULT toUInt32(cityHash64(user_id) % 100000)')(s)).replace(/(PROJECTION event_times\s*\(\s*SELECT\s[^)]*?user_id,)/, '$1 user_num,'),
+    name: '- dense user numbers (no event_user_hours, user_num sent, not stored)',
+    edit: (s) =>
+      dropProjection('event_user_hours')(s)
+        .replace(/(PROJECTION event_times\s*\(\s*SELECT\s[^)]*?user_id,)\s*user_num,/, '$1')
+        .replace(/(`?user_num`? UInt32) DEFAULT 0,?\n/, (m, col: string) => `${col} EPHEMERAL${m.trimEnd().endsWith(',') ? ',' : ''}\n`),
   },
   {
     name: 'none of the read structures (no property_map, no projection)',
@@ -90,7 +100,7 @@ const VARIANTS: Variant[] = [
   },
 ];
 
-interface Measure { insertUs: number; mergeUs: number; bytes: number }
+interface Measure { insertUs: number; mergeUs: number; bytes: number; insertSysUs: number; allocMbPerInsert: number }
 
 async function rowsOf<T>(client: ClickHouseClient, query: string, params: Record<string, unknown> = {}): Promise<T[]> {
   return (await client.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>();
@@ -116,8 +126,8 @@ async function measure(client: ClickHouseClient, ddl: string, table: string, bod
   await client.command({ query: 'SYSTEM FLUSH LOGS' });
   const database = (await rowsOf<{ d: string }>(client, 'SELECT currentDatabase() AS d'))[0].d;
   const cpu = "ProfileEvents['UserTimeMicroseconds'] + ProfileEvents['SystemTimeMicroseconds']";
-  const [ins] = await rowsOf<{ us: string; n: string }>(client,
-    `SELECT sum(${cpu}) AS us, count() AS n FROM system.query_log WHERE type = 'QueryFinish' AND query_kind = 'Insert' ` +
+  const [ins] = await rowsOf<{ us: string; n: string; sys: string; alloc: string }>(client,
+    `SELECT sum(${cpu}) AS us, count() AS n, sum(ProfileEvents['SystemTimeMicroseconds']) AS sys, sum(ProfileEvents['MemoryAllocatedWithoutCheckBytes']) AS alloc FROM system.query_log WHERE type = 'QueryFinish' AND query_kind = 'Insert' ` +
     `AND has(tables, {t:String}) AND event_time_microseconds >= fromUnixTimestamp64Milli({from:Int64})`,
     { t: `${database}.${table}`, from });
   if (Number(ins.n) !== bodies.length) throw new Error(`query_log has ${ins.n} INSERTs into ${table}, expected ${bodies.length}`);
@@ -126,7 +136,13 @@ async function measure(client: ClickHouseClient, ddl: string, table: string, bod
   if (Number(merge.n) !== 1) throw new Error(`query_log has no OPTIMIZE of ${table}`);
   const [size] = await rowsOf<{ b: string }>(client, `SELECT sum(bytes_on_disk) AS b FROM system.parts WHERE database = {d:String} AND table = {t:String} AND active`, { d: database, t: table });
   await client.command({ query: `DROP TABLE ${table} SYNC` });
-  return { insertUs: Number(ins.us) / rows, mergeUs: Number(merge.us) / rows, bytes: Number(size.b) / rows };
+  return {
+    insertUs: Number(ins.us) / rows,
+    mergeUs: Number(merge.us) / rows,
+    bytes: Number(size.b) / rows,
+    insertSysUs: Number(ins.sys) / rows,
+    allocMbPerInsert: Number(ins.alloc) / bodies.length / 1e6,
+  };
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
@@ -136,32 +152,35 @@ try {
   const client = svc.client;
   const create = (await rowsOf<{ statement: string }>(client, 'SHOW CREATE TABLE events'))[0].statement;
   const pool = generatePool(64);
-  const prepared = prepareInserts(pool.batches, crypto.randomUUID(), rowsPerInsert).slice(0, insertsPerVariant);
+  const prepared = prepareInserts(pool.batches, Array.from({ length: orgsPerInsert }, () => crypto.randomUUID()), rowsPerInsert).slice(0, insertsPerVariant);
   const bodies = prepared.map((p) => p.body);
   const rows = prepared.reduce((s, p) => s + p.rows, 0);
   const variants = VARIANTS.filter((v) => v.name === 'full' || only.test(v.name));
   const ddls = variants.map((v, i) => variantDdl(create, v, `events_structure_${i}`));
-  log(`${variants.length} variants x ${rounds} rounds, ${bodies.length} INSERTs of ${rowsPerInsert} rows each | load ${load()}`);
+  log(`${variants.length} variants x ${rounds} rounds, ${bodies.length} INSERTs of ${rowsPerInsert} rows of ${orgsPerInsert} organizations each | load ${load()}`);
   // Unmeasured: warms the engine.
   await measure(client, ddls[0], 'events_structure_warmup', bodies.slice(0, 2), 2 * rowsPerInsert).catch(() => undefined);
   const results = variants.map(() => [] as Measure[]);
   for (let r = 0; r < rounds; r++) {
     for (let i = 0; i < variants.length; i++) {
       results[i].push(await measure(client, ddls[i], `events_structure_${i}`, bodies, rows));
-      log(`round ${r + 1} ${variants[i].name}: insert ${results[i].at(-1)!.insertUs.toFixed(1)} µs/row, merge ${results[i].at(-1)!.mergeUs.toFixed(1)} µs/row | load ${load()}`);
+      const m = results[i].at(-1)!;
+      log(`round ${r + 1} ${variants[i].name}: insert ${m.insertUs.toFixed(1)} µs/row (system ${m.insertSysUs.toFixed(1)}, ${m.allocMbPerInsert.toFixed(1)} MB allocated an INSERT), merge ${m.mergeUs.toFixed(1)} µs/row | load ${load()}`);
     }
   }
   const full = { insert: median(results[0].map((m) => m.insertUs)), merge: median(results[0].map((m) => m.mergeUs)), bytes: median(results[0].map((m) => m.bytes)) };
   const lines = [
-    `| variant | INSERT µs/row | merge µs/row | INSERT + merge | its share of full's INSERT + merge | bytes/row on disk |`,
-    `|---|---:|---:|---:|---:|---:|`,
+    `| variant | INSERT µs/row | of which system | MB allocated an INSERT | merge µs/row | INSERT + merge | its share of full's INSERT + merge | bytes/row on disk |`,
+    `|---|---:|---:|---:|---:|---:|---:|---:|`,
   ];
   variants.forEach((v, i) => {
     const ins = median(results[i].map((m) => m.insertUs));
     const mer = median(results[i].map((m) => m.mergeUs));
     const bytes = median(results[i].map((m) => m.bytes));
     const share = i === 0 ? '' : `${(((full.insert + full.merge) - (ins + mer)) / (full.insert + full.merge) * 100).toFixed(0)} %`;
-    lines.push(`| ${v.name} | ${ins.toFixed(1)} | ${mer.toFixed(1)} | ${(ins + mer).toFixed(1)} | ${share} | ${bytes.toFixed(0)} |`);
+    const sys = median(results[i].map((m) => m.insertSysUs));
+    const alloc = median(results[i].map((m) => m.allocMbPerInsert));
+    lines.push(`| ${v.name} | ${ins.toFixed(1)} | ${sys.toFixed(1)} | ${alloc.toFixed(1)} | ${mer.toFixed(1)} | ${(ins + mer).toFixed(1)} | ${share} | ${bytes.toFixed(0)} |`);
   });
   process.stdout.write(`${lines.join('\n')}\n\nload average at the end: ${load()}\n`);
 } finally {

@@ -51,12 +51,34 @@ export async function insertLog(client: ClickHouseClient, table: string, fromMs:
 }
 
 /**
+ * The ProfileEvents of the INSERTs into a table in a time window, summed (system.query_log): what
+ * the engine did in them (rows and bytes through each step, the CPU and wait counters), to compare
+ * two runs' INSERTs counter by counter.
+ */
+export async function insertProfile(client: ClickHouseClient, table: string, fromMs: number, toMs: number): Promise<Record<string, number>> {
+  try {
+    const rs = await client.query({
+      query: `SELECT k, sum(v) AS v FROM system.query_log ARRAY JOIN mapKeys(ProfileEvents) AS k, mapValues(ProfileEvents) AS v
+              WHERE type = 'QueryFinish' AND query_kind = 'Insert' AND has(tables, {table:String})
+                AND event_time_microseconds BETWEEN fromUnixTimestamp64Micro({from_us:Int64}) AND fromUnixTimestamp64Micro({to_us:Int64})
+              GROUP BY k ORDER BY k`,
+      query_params: { table, from_us: Math.round(fromMs * 1000), to_us: Math.round(toMs * 1000) },
+      format: 'JSONEachRow',
+    });
+    return Object.fromEntries(((await rs.json()) as Array<{ k: string; v: string | number }>).map((r) => [r.k, Number(r.v)]));
+  } catch {
+    return {};
+  }
+}
+
+/**
  * Where an INSERT's engine time goes, per target: each materialized view of the INSERTs
  * (system.query_views_log: runs, duration, rows written, CPU) and each table's new parts and
- * merges (system.part_log: parts, rows, duration, CPU), in a time window.
+ * merges (system.part_log: parts, rows, duration, CPU), and each kind of statement (system.query_log,
+ * by normalized text: count, rows, duration, CPU), in a time window.
  */
 export interface EngineCostRow {
-  /** `view <name>`, `insert <table>` (new parts) or `merge <table>`. */
+  /** `view <name>`, `insert <table>` (new parts), `merge <table>` or `query <kind> <text>` (the statements, by normalized text). */
   what: string;
   count: number;
   rows: number;
@@ -88,7 +110,18 @@ export async function engineCosts(client: ClickHouseClient, fromMs: number, toMs
          AND database = currentDatabase() AND event_type IN ('NewPart', 'MergeParts')
        GROUP BY event_type, table ORDER BY event_type, table`,
     ).catch(() => []);
-    return [...views, ...parts].map((r) => ({
+    // Every statement the service sent in the window, by normalized text: the round trips a flush
+    // makes besides its INSERT (claims, user numbers) show here with their count and CPU.
+    const queries = await rows(
+      `SELECT concat('query ', any(query_kind), ' ', replaceRegexpAll(substring(any(query), 1, 70), '\\\\s+', ' ')) AS what, count() AS count,
+              sum(written_rows + if(query_kind = 'Insert', 0, read_rows)) AS rows, avg(query_duration_ms) AS duration_ms_avg,
+              sum(ProfileEvents['OSCPUVirtualTimeMicroseconds']) / 1e6 AS cpu_s
+       FROM system.query_log
+       WHERE type = 'QueryFinish' AND event_time_microseconds BETWEEN fromUnixTimestamp64Micro({from_us:Int64}) AND fromUnixTimestamp64Micro({to_us:Int64})
+         AND current_database = currentDatabase() AND is_initial_query
+       GROUP BY normalized_query_hash HAVING count > 1 ORDER BY cpu_s DESC LIMIT 12`,
+    ).catch(() => []);
+    return [...views, ...parts, ...queries].map((r) => ({
       what: String(r.what),
       count: Number(r.count),
       rows: Number(r.rows),

@@ -68,6 +68,12 @@ export class RowBinaryWriter {
     this.at += 2;
   }
 
+  uint32(n: number): void {
+    this.room(4);
+    this.buf.writeUInt32LE(n, this.at);
+    this.at += 4;
+  }
+
   /** DateTime64(3) of epoch milliseconds (a safe integer): Int64 little endian, without a bigint. */
   dateTime64ms(ms: number): void {
     this.room(8);

@@ -16,14 +16,15 @@ import { eventBatchSchema, ingestResultSchema } from './schema.ts';
 
 export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> {
   const { ingest } = deps.config;
-  // The process's view of the message ids claimed in the window; cluster mode is known only once
-  // the database is connected, after the route table is built.
+  // The process's view of the message ids claimed in the window, and its user numbers; cluster
+  // mode is known only once the database is connected, after the route table is built.
   let claims: ClaimView | undefined;
-  const numbers = new UserNumbers({ maxUsers: deps.config.userNumbersMaxUsers });
+  let numbers: UserNumbers | undefined;
   const insert = async (chunks: EventChunk[], rows: number) => {
     try {
       const client = deps.db.client();
       claims ??= eventClaimView({ maxBytes: deps.config.claimFilterMaxBytes, clustered: deps.db.cluster !== undefined });
+      numbers ??= new UserNumbers({ maxUsers: deps.config.userNumbersMaxUsers, clustered: deps.db.cluster !== undefined });
       await numberUsers(client, chunks, numbers);
       await insertOnce(client, chunks, (bodies) => insertEvents(client, bodies), { claims });
     } catch (err) {

@@ -22,18 +22,29 @@
  *      found there has a number (valid claims stay valid): no round trip;
  *   2. the others get proposals, numbers above every number the process has seen of the
  *      organization, one INSERT of claims for the whole flush;
- *   3. the claims committed after the organization's watermark are read in (block, num) order
- *      and applied to the map (every writer's, so the map stays current), which moves the
- *      watermark; a proposal that lost goes back to step 2 with a fresh number;
+ *   3. when the claims table's parts list shows that the round's INSERT is the only block
+ *      committed since the process's watermark (one writer: the common case), its proposals are
+ *      all valid and applied as they are; otherwise the claims committed after the watermark are
+ *      read in (block, num) order and applied to the maps (every writer's, so the maps stay
+ *      current), which moves the watermark; a proposal that lost goes back to step 2 with a
+ *      fresh number;
  *   4. the numbers are written into the rows (`user_num`), then the rows are inserted.
  * A claim whose events never get stored (a crash, a failed INSERT) only allocates its number. A
  * user deletion deletes events, never claims: the user keeps its number if it comes back.
  *
- * The map of an organization is loaded at its first new user (step 3 from watermark -1: all its
- * claims). The watermark is per organization: all of an organization's claims live in one table
- * (on a cluster, the local table of its shard, read through the Distributed table, which passes
- * `_block_number` through), and a read that sees a claim of block b sees every claim committed
- * before it, so the highest block read is a valid watermark.
+ * The map of an organization is loaded at its first new user (all its claims). Watermarks: block
+ * numbers are given at commit, in order, so a read that sees a claim of block b sees every claim
+ * committed before it, and the highest block read is a valid watermark of what it read. On one
+ * table (not a cluster) the process keeps one watermark for every map it holds, read from the
+ * parts list before the first map is loaded: every held map has every claim up to it. A round
+ * whose INSERT is, in the parts list read after it, the only part above that watermark (level 0,
+ * one block) and that started from it, is then alone since: no other claim can precede its own,
+ * so each proposal (a number above all the organization's, a user without one) is valid, and its
+ * block is the new watermark; anything else (another writer, a merge that already took the part)
+ * reads every claim above the watermark. On a cluster each organization's claims live in the
+ * local table of its shard (read through the Distributed table, which passes `_block_number`
+ * through), whose block numbers order only that shard: each organization keeps its own
+ * watermark, and each round reads its organizations' claims above theirs.
  *
  * Memory: a known user is a 16-character key and a small integer in a Map (BYTES_PER_KNOWN_USER,
  * an upper bound of what bench/events/README.md measured: the Map's table grows by doubling) plus
@@ -43,7 +54,9 @@
  * another lookup for new users): slower, never weaker.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
+import { Readable } from 'node:stream';
 import { stringify as stringifyUuid } from 'uuid';
+import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { orgsCondition, TenantOrg } from '../clickhouse/tenant.ts';
 import { unavailable } from '../errors.ts';
@@ -114,6 +127,8 @@ export class OrgNumbers {
 export interface UserNumbersOptions {
   /** Users held in memory across organizations (USER_NUMBERS_MAX_USERS); 0: every flush looks its users up. */
   maxUsers: number;
+  /** The claims table is a Distributed one (a cluster): one watermark per organization, no parts-list check. */
+  clustered?: boolean;
 }
 
 export interface UserNumbersStats {
@@ -123,13 +138,23 @@ export interface UserNumbersStats {
   lookedUp: number;
   /** Proposals that lost (another writer's claim came first): each costs a round. */
   lost: number;
+  /** Rounds whose claims were applied from the parts list alone (no read), and rounds that read the claims. */
+  alone: number;
+  read: number;
 }
+
+/** A round's proposals: per organization, (user, number) in the order proposed (ascending numbers). */
+type Proposals = Map<string, [string, number][]>;
 
 /** The process's user numbers (one per process: every flush shares it). */
 export class UserNumbers {
   private readonly orgs = new Map<string, OrgNumbers>();
   private heldUsers = 0;
   private lost = 0;
+  private alone = 0;
+  private read = 0;
+  /** Not clustered: every held map has every claim with a block number up to this; -1: not read yet. */
+  private watermark = -1n;
   /** Reads of the log are applied one at a time, in order. */
   private queue: Promise<unknown> = Promise.resolve();
 
@@ -144,7 +169,7 @@ export class UserNumbers {
   stats(): UserNumbersStats {
     let lookedUp = 0;
     for (const o of this.orgs.values()) if (o.lookedUp) lookedUp++;
-    return { organizations: this.orgs.size, users: this.heldUsers, lookedUp, lost: this.lost };
+    return { organizations: this.orgs.size, users: this.heldUsers, lookedUp, lost: this.lost, alone: this.alone, read: this.read };
   }
 
   /**
@@ -184,9 +209,10 @@ export class UserNumbers {
       missing = rest;
       if (missing.size === 0) return result;
       if (round === MAX_ROUNDS) throw unavailable('Numbering new users kept losing to other writers; retry shortly', 1);
-      await this.claim(client, missing);
+      const from = this.watermark;
+      const proposals = await this.claim(client, missing);
       const held = [...missing.keys()].filter((o) => !this.org(o).lookedUp);
-      if (held.length > 0) await this.advance(client, held);
+      if (held.length > 0) await this.advance(client, held, { proposals, from });
     }
   }
 
@@ -218,30 +244,111 @@ export class UserNumbers {
     org.lookedUp = true;
   }
 
-  /** INSERT of one claim per missing user, numbers proposed above everything seen. */
-  private async claim(client: ClickHouseClient, missing: ReadonlyMap<string, readonly string[]>): Promise<void> {
-    const values: { org_id: string; user_id: string; num: number }[] = [];
+  /** INSERT of one claim per missing user, numbers proposed above everything seen; returns them. */
+  private async claim(client: ClickHouseClient, missing: ReadonlyMap<string, readonly string[]>): Promise<Proposals> {
+    const proposals: Proposals = new Map();
+    const w = new RowBinaryWriter();
     for (const [orgId, users] of missing) {
       const org = this.org(orgId);
-      for (const u of users) values.push({ org_id: orgId, user_id: stringifyUuid(Buffer.from(u, 'latin1')), num: org.propose() });
+      const mine: [string, number][] = [];
+      for (const u of users) {
+        const num = org.propose();
+        mine.push([u, num]);
+        w.uuid(orgId);
+        w.uuidBytes(Buffer.from(u, 'latin1'));
+        w.uint32(num);
+      }
+      proposals.set(orgId, mine);
     }
     // One block, so one part per shard: the claims of one organization get one block number.
-    await client.insert({ table: USER_NUMBERS_TABLE, values, format: 'JSONEachRow', clickhouse_settings: { async_insert: 0, wait_end_of_query: 1 } });
+    const result = await client.exec({
+      query: `INSERT INTO ${USER_NUMBERS_TABLE} (org_id, user_id, num) FORMAT RowBinary`,
+      values: Readable.from([w.finish()], { objectMode: false }),
+      clickhouse_settings: { async_insert: 0, wait_end_of_query: 1 },
+    });
+    for await (const _ of result.stream);
+    return proposals;
   }
 
   /**
-   * Reads the claims of these held organizations committed after their watermarks, in (block,
-   * num) order, into their maps. Serialized: two reads applying overlapping claims out of order
-   * would break the rule.
+   * Brings the maps of these held organizations up to date: after a round (`round`: its
+   * proposals, and the watermark it started from) from the parts list when it was alone, else by
+   * reading the claims committed after the watermark(s), in (block, num) order. Serialized: two
+   * reads applying overlapping claims out of order would break the rule.
    */
-  private advance(client: ClickHouseClient, orgIds: readonly string[]): Promise<void> {
+  private advance(client: ClickHouseClient, orgIds: readonly string[], round?: { proposals: Proposals; from: bigint }): Promise<void> {
     const run = this.queue.then(async () => {
-      await this.advanceNow(client, orgIds);
+      if (this.options.clustered) await this.advanceNow(client, orgIds);
+      else {
+        // Before the first map is loaded: every map loaded after it has every claim up to it.
+        if (this.watermark < 0n) this.watermark = await this.topBlock(client);
+        const first = orgIds.filter((o) => this.org(o).mark < 0n);
+        if (first.length > 0) await this.advanceNow(client, first);
+        if (round && first.length < orgIds.length) {
+          if (round.from === this.watermark && (await this.applyIfAlone(client, round.proposals))) this.alone++;
+          else {
+            await this.advanceAll(client);
+            this.read++;
+          }
+        }
+      }
       // Past the cap: the organizations just read are dropped (looked up from now on).
       for (const orgId of orgIds) if (this.heldUsers > this.options.maxUsers) this.release(orgId);
     });
     this.queue = run.catch(() => undefined);
     return run;
+  }
+
+  /** The highest block number of the claims table's active parts (0: none). */
+  private async topBlock(client: ClickHouseClient): Promise<bigint> {
+    const rs = await client.query({
+      query: 'SELECT toString(max(max_block_number)) AS b FROM system.parts WHERE database = currentDatabase() AND table = {t:String} AND active',
+      query_params: { t: USER_NUMBERS_TABLE },
+      format: 'JSONEachRow',
+    });
+    const [row] = await rs.json<{ b: string }>();
+    return BigInt(row?.b || '0');
+  }
+
+  /**
+   * The parts-list case of a round that started from the current watermark: when the only active
+   * part above it is one fresh part (level 0, one block), that part is the round's own INSERT
+   * (committed, above the watermark it started from) and nobody committed a claim since: its
+   * proposals are all valid. They are applied in order and the watermark moves to its block.
+   */
+  private async applyIfAlone(client: ClickHouseClient, proposals: Proposals): Promise<boolean> {
+    const rs = await client.query({
+      query: `SELECT level, toString(min_block_number) AS lo, toString(max_block_number) AS hi FROM system.parts
+              WHERE database = currentDatabase() AND table = {t:String} AND active AND max_block_number > {w:UInt64}`,
+      query_params: { t: USER_NUMBERS_TABLE, w: this.watermark.toString() },
+      format: 'JSONEachRow',
+    });
+    const parts = await rs.json<{ level: number; lo: string; hi: string }>();
+    if (parts.length !== 1 || Number(parts[0].level) !== 0 || parts[0].lo !== parts[0].hi) return false;
+    const block = BigInt(parts[0].hi);
+    for (const [orgId, mine] of proposals) {
+      const org = this.org(orgId);
+      if (org.lookedUp) continue;
+      const before = org.users.size;
+      for (const [user, num] of mine) org.apply(user, num);
+      this.heldUsers += org.users.size - before;
+      org.mark = block;
+    }
+    this.watermark = block;
+    return true;
+  }
+
+  /**
+   * Not clustered: every claim committed after the watermark, of every organization, in (block,
+   * num) order, into the maps held (the others are skipped); the watermark moves to the highest
+   * block read, so that every held map has every claim up to it.
+   */
+  private async advanceAll(client: ClickHouseClient): Promise<void> {
+    const p = new ParamBag();
+    const w = p.add(this.watermark.toString(), 'UInt64');
+    // A map not loaded yet is skipped: its first load reads all of its claims, in order.
+    const top = await this.readClaims(client, `${PART_TOP} > ${w} AND _block_number > ${w}`, p, 'ORDER BY _block_number, num', { loadedOnly: true });
+    if (top > this.watermark) this.watermark = top;
   }
 
   private async advanceNow(client: ClickHouseClient, orgIds: readonly string[]): Promise<void> {
@@ -253,15 +360,38 @@ export class UserNumbers {
       const w = p.add(from.toString(), 'UInt64');
       conditions.push(`${PART_TOP} > ${w}`, `_block_number > ${w}`);
     }
-    // RowBinary: org (16), user (16, RFC byte order), num (4), block (8) per claim; a first load
-    // reads every claim of the organization.
+    // A first load reads every claim of the organization.
+    const top = new Map<OrgNumbers, bigint>();
+    await this.readClaims(client, conditions.join(' AND '), p, 'ORDER BY org_id, _block_number, num', { tops: top });
+    for (const o of orgIds) {
+      const org = this.org(o);
+      // Nothing newer read: every claim up to the old mark is still applied; a first read that
+      // found no claim has applied all of them (none).
+      org.mark = top.get(org) ?? (org.mark < 0n ? 0n : org.mark);
+    }
+  }
+
+  /**
+   * Streams the claims that match `where` in `order` (each organization's in (block, num) order)
+   * into the maps held, each claim once: a claim at or below its organization's mark is already
+   * applied. Returns the highest block read (0: none); `tops` gets each organization's;
+   * `loadedOnly`: maps not loaded yet are left alone.
+   */
+  private async readClaims(
+    client: ClickHouseClient,
+    where: string,
+    p: ParamBag,
+    order: string,
+    { tops = new Map<OrgNumbers, bigint>(), loadedOnly = false }: { tops?: Map<OrgNumbers, bigint>; loadedOnly?: boolean } = {},
+  ): Promise<bigint> {
+    // RowBinary: org (16), user (16, RFC byte order), num (4), block (8) per claim.
     const rs = await client.exec({
       query: `SELECT UUIDStringToNum(toString(org_id)), UUIDStringToNum(toString(user_id)), num, _block_number FROM ${USER_NUMBERS_TABLE}
-              WHERE ${conditions.join(' AND ')} ORDER BY org_id, _block_number, num FORMAT RowBinary`,
+              WHERE ${where} ${order} FORMAT RowBinary`,
       query_params: p.toParams(),
       clickhouse_settings: { optimize_use_projections: 0 },
     });
-    const top = new Map<OrgNumbers, bigint>();
+    let highest = 0n;
     let rest: Buffer = Buffer.alloc(0);
     let current: OrgNumbers | undefined;
     let currentOrg = '';
@@ -275,20 +405,16 @@ export class UserNumbers {
           current = this.orgs.get(stringifyUuid(buf, at));
         }
         const block = buf.readBigUInt64LE(at + 36);
-        if (!current || block <= current.mark) continue;
+        if (block > highest) highest = block;
+        if (!current || current.lookedUp || block <= current.mark || (loadedOnly && current.mark < 0n)) continue;
         const before = current.users.size;
         current.apply(buf.toString('latin1', at + 16, at + 32), buf.readUInt32LE(at + 32));
         this.heldUsers += current.users.size - before;
-        top.set(current, block);
+        tops.set(current, block);
       }
       rest = buf.subarray(at);
     }
-    for (const o of orgIds) {
-      const org = this.org(o);
-      // Nothing newer read: every claim up to the old mark is still applied; a first read that
-      // found no claim has applied all of them (none).
-      org.mark = top.get(org) ?? (org.mark < 0n ? 0n : org.mark);
-    }
+    return highest;
   }
 
   /**

@@ -169,6 +169,65 @@ describe('dense user numbers: the allocator under writers that race', () => {
   });
 });
 
+describe('dense user numbers: a lone writer applies its own claims from the parts list', () => {
+  let svc: TestService;
+  before(async () => {
+    svc = await startTestService();
+    // A merge that takes a round's part before the parts list is read sends that round to the
+    // read (also correct): stopped, so that which rounds go which way is decided by the writers.
+    await svc.client.command({ query: 'SYSTEM STOP MERGES event_user_numbers' });
+  });
+  after(async () => {
+    await svc.client.command({ query: 'SYSTEM START MERGES event_user_numbers' });
+    await svc.close();
+  });
+
+  const ids = (org: string, from: number, to: number) => Array.from({ length: to - from }, (_, i) => Buffer.from(userIdBytes(org, `p${from + i}`)).toString('latin1'));
+  /** The numbers by the rule as one query (a view that holds nothing looks every user up). */
+  const byRule = (org: string, users: string[]) => new UserNumbers({ maxUsers: 0 }).numbers(svc.client, org, users);
+
+  it('alone: no read; another writer in between: the next round reads, loses what was taken, and agrees with the rule', async () => {
+    const org = svc.orgId;
+    const other = crypto.randomUUID();
+    const a = new UserNumbers({ maxUsers: 1_000_000 });
+    const b = new UserNumbers({ maxUsers: 1_000_000 });
+    const first = await a.numbers(svc.client, org, ids(org, 0, 20));
+    const second = await a.numbers(svc.client, org, ids(org, 20, 30));
+    await a.numbers(svc.client, other, ids(other, 0, 5));
+    expect(a.stats()).to.include({ alone: 3, read: 0, lost: 0 });
+    // b, loaded now, takes numbers a does not know of (a's map is behind), some for a's next users.
+    const taken = await b.numbers(svc.client, org, ids(org, 25, 45));
+    const third = await a.numbers(svc.client, org, ids(org, 40, 60));
+    // Read once; the lost proposals went again, alone from the watermark the read moved.
+    expect(a.stats()).to.include({ read: 1, alone: 4 });
+    expect(a.stats().lost).to.be.greaterThan(0);
+    for (const [u, n] of third) if (taken.has(u)) expect(n, 'a user taken by the other writer keeps its number').to.equal(taken.get(u));
+    const all = new Map([...first, ...second, ...taken, ...third]);
+    expect(new Set(all.values()).size, 'a number went to two users').to.equal(all.size);
+    const rule = await byRule(org, [...all.keys()]);
+    expect(new Map([...rule].sort())).to.deep.equal(new Map([...all].sort()));
+    await a.numbers(svc.client, org, ids(org, 70, 80));
+    expect(a.stats()).to.include({ alone: 5, read: 1 });
+  });
+
+  it('a round of its own process committed meanwhile (two flushes at once) is read, not taken for its own', async () => {
+    const org = crypto.randomUUID();
+    const a = new UserNumbers({ maxUsers: 1_000_000 });
+    await a.numbers(svc.client, org, ids(org, 0, 1));
+    const rounds = await Promise.all([a.numbers(svc.client, org, ids(org, 100, 130)), a.numbers(svc.client, org, ids(org, 120, 150))]);
+    const all = new Map<string, number>();
+    for (const m of rounds) for (const [u, n] of m) {
+      expect(all.get(u) ?? n, 'a user got two numbers').to.equal(n);
+      all.set(u, n);
+    }
+    expect(new Set(all.values()).size).to.equal(all.size);
+    // Both started from the same watermark: the second to check read, whatever the order.
+    expect(a.stats().read).to.be.at.least(1);
+    const rule = await byRule(org, [...all.keys()]);
+    expect(new Map([...rule].sort())).to.deep.equal(new Map([...all].sort()));
+  });
+});
+
 describe('dense user numbers: two service processes on one engine', function () {
   this.timeout(300_000);
   let first: ServiceProcess | undefined;
