@@ -75,9 +75,12 @@ export function compileRankedBuckets(spec: RankedBucketsSpec): string {
   const metricPass = metricNames.map((m) => `, ${m}`).join('');
   const n = keys.length;
   const ks = keys.map((_, i) => `k${i + 1}`);
-  // A key repeated at a deeper level (survey_id > answer > survey_id) is salted into another
-  // expression: the engine merges identical ROLLUP keys, which dropped the levels between them.
-  const keyColumns = keys.map((key, i) => `${keys.indexOf(key) < i ? `tupleElement(tuple(${key}, ${i + 1}), 1)` : key} AS k${i + 1}`);
+  // The engine merges identical ROLLUP keys, which drops the levels between them. A deeper key
+  // that may be identical to an earlier one is salted into another expression: the same text
+  // (survey_id > answer > survey_id), or a key with parameters, which can become the same
+  // expression once they are substituted (two date levels whose series came out the same).
+  const salted = (key: string, i: number) => i > 0 && (keys.indexOf(key) < i || key.includes('{'));
+  const keyColumns = keys.map((key, i) => `${salted(key, i) ? `tupleElement(tuple(${key}, ${i + 1}), 1)` : key} AS k${i + 1}`);
 
   // A row's own key and its parent keys; keys of deeper levels are rolled up (defaults) at that depth.
   const ownKey = n === 1 ? 'toString(k1)' : `multiIf(${ks.slice(0, -1).map((k, i) => `depth = ${i + 1}, toString(${k})`).join(', ')}, toString(${ks[n - 1]}))`;
@@ -89,7 +92,10 @@ export function compileRankedBuckets(spec: RankedBucketsSpec): string {
     const prefix = ks.slice(0, a).map((k) => `if(depth >= ${a}, ${k}, NULL)`).join(', ');
     return `max(if(depth = ${a}, r, 0)) OVER (PARTITION BY ${prefix}) AS r${a}`;
   });
-  const noMissing = ks.map((k, i) => `(depth < ${i + 1} OR ${k} IS NOT NULL)`).join(' AND ');
+  // A bucket is a set of records: one whose count is 0 holds none and is no bucket. Rows of the
+  // table count 1 each and never make one; weighted sources (survey rollup slices whose groups
+  // were emptied by upserts) can, and must answer as those rows would.
+  const noMissing = [...ks.map((k, i) => `(depth < ${i + 1} OR ${k} IS NOT NULL)`), 'doc_count > 0'].join(' AND ');
   const keptAncestors = ks.slice(0, -1).map((_, i) => `(depth < ${i + 2} OR r${i + 1} <= ${limit})`);
 
   const grouped =

@@ -165,7 +165,8 @@ describe('aggregation: compileAggregation', () => {
   /** The grouped query of a first level `k1` then created_at by day over January. */
   const groupedByDay = (k1: string) =>
     `SELECT ${k1} AS k1, ` +
-    `if(created_at >= {p3:${DT}} AND created_at < {p4:${DT}}, intDiv(toUnixTimestamp64Micro(created_at) - toUnixTimestamp64Micro({p3:${DT}}), {p5:Int64}), NULL) AS k2, ` +
+    // A key with parameters is salted with its level (ranked-buckets.ts): two date levels can be one expression.
+    `tupleElement(tuple(if(created_at >= {p3:${DT}} AND created_at < {p4:${DT}}, intDiv(toUnixTimestamp64Micro(created_at) - toUnixTimestamp64Micro({p3:${DT}}), {p5:Int64}), NULL), 2), 1) AS k2, ` +
     '2 - bitCount(grouping(k1, k2)) AS depth, count() AS doc_count ' +
     `FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND created_at >= {p1:${DT}} AND created_at <= {p2:${DT}} ` +
     'GROUP BY ROLLUP(k1, k2)';
@@ -183,7 +184,7 @@ describe('aggregation: compileAggregation', () => {
     const rules = [completion, createdByDay];
     const q = compileAggregation(scope(), rules, planLevels(rules, JANUARY, {}));
     expect(q.sql).to.equal(
-      `SELECT depth, k1, k2, doc_count, toUInt64(0) AS other_doc_count FROM (${groupedByDay('completion')}) WHERE (depth < 1 OR k1 IS NOT NULL) AND (depth < 2 OR k2 IS NOT NULL) ORDER BY depth`,
+      `SELECT depth, k1, k2, doc_count, toUInt64(0) AS other_doc_count FROM (${groupedByDay('completion')}) WHERE (depth < 1 OR k1 IS NOT NULL) AND (depth < 2 OR k2 IS NOT NULL) AND doc_count > 0 ORDER BY depth`,
     );
     expect(q.params).to.deep.equal(byDayParams);
     expect(Object.isFrozen(q)).to.equal(true);
@@ -194,7 +195,7 @@ describe('aggregation: compileAggregation', () => {
     const q = compileAggregation(scope(), rules, planLevels(rules, JANUARY, {}));
     const ranked =
       'SELECT k1, k2, depth, doc_count, row_number() OVER (PARTITION BY depth, if(depth >= 2, k1, NULL) ORDER BY doc_count DESC, multiIf(depth = 1, toString(k1), toString(k2)) ASC) AS r ' +
-      `FROM (${groupedByDay('if(empty(end_reason), NULL, end_reason)')}) WHERE (depth < 1 OR k1 IS NOT NULL) AND (depth < 2 OR k2 IS NOT NULL)`;
+      `FROM (${groupedByDay('if(empty(end_reason), NULL, end_reason)')}) WHERE (depth < 1 OR k1 IS NOT NULL) AND (depth < 2 OR k2 IS NOT NULL) AND doc_count > 0`;
     const withContext =
       'SELECT k1, k2, depth, doc_count, r, sum(if(r > {p6:UInt32}, doc_count, 0)) OVER (PARTITION BY depth, if(depth >= 2, k1, NULL)) AS other_doc_count, ' +
       `max(if(depth = 1, r, 0)) OVER (PARTITION BY if(depth >= 1, k1, NULL)) AS r1 FROM (${ranked})`;
@@ -219,7 +220,7 @@ describe('aggregation: compileAggregation', () => {
     const q = compileAggregation(scope({ range: undefined }), rules, [undefined, undefined]);
     expect(q.sql).to.contain(
       "SELECT tupleElement(arrayJoin(arrayMap((v, i) -> (v, i, 1), if(empty(arrayDistinct(arrayFilter((v, q) -> q = {p1:String}, ans_values, ans_question_ids)) AS level1_values), [NULL], CAST(level1_values, 'Array(Nullable(String))')) AS level1_list, arrayEnumerate(level1_list))) AS level1_j, 1) AS k1, " +
-        "tupleElement(arrayJoin(arrayMap((v, i) -> (v, i, 2), if(empty(arrayDistinct(arrayMap(p -> substring(p, length({p2:String}) + 2), arrayFilter(p -> startsWith(p, {p2:String}), hf_pairs))) AS level2_values), [NULL], CAST(level2_values, 'Array(Nullable(String))')) AS level2_list, arrayEnumerate(level2_list))) AS level2_j, 1) AS k2, " +
+        "tupleElement(tuple(tupleElement(arrayJoin(arrayMap((v, i) -> (v, i, 2), if(empty(arrayDistinct(arrayMap(p -> substring(p, length({p2:String}) + 2), arrayFilter(p -> startsWith(p, {p2:String}), hf_pairs))) AS level2_values), [NULL], CAST(level2_values, 'Array(Nullable(String))')) AS level2_list, arrayEnumerate(level2_list))) AS level2_j, 1), 2), 1) AS k2, " +
         '2 - bitCount(grouping(k1, k2)) AS depth, ' +
         // depth 0 (all responses): the row of the first value of both levels; depth 1: of level 2; leaves: every row
         'multiIf(depth = 0, countIf(tupleElement(level1_j, 2) = 1 AND tupleElement(level2_j, 2) = 1), depth = 1, countIf(tupleElement(level2_j, 2) = 1), count()) AS doc_count ' +
@@ -241,7 +242,7 @@ describe('aggregation: compileAggregation', () => {
   it('three levels: survey, end_reason, histogram; ancestors ranked at both upper levels', () => {
     const rules: GroupByRule[] = [{ kind: 'survey_id', field: 'survey_id' }, { kind: 'end_reason', field: 'end_reason' }, { kind: 'date', field: 'last_activity_at', minInterval: 'hour', buckets: 24 }];
     const q = compileAggregation(scope({ surveyIds: ['aaaaaaaa-0000-4000-8000-000000000001'] }), rules, planLevels(rules, JANUARY, {}));
-    expect(q.sql).to.contain('SELECT survey_id AS k1, if(empty(end_reason), NULL, end_reason) AS k2, if(last_answer_at >= {p4:');
+    expect(q.sql).to.contain('SELECT survey_id AS k1, if(empty(end_reason), NULL, end_reason) AS k2, tupleElement(tuple(if(last_answer_at >= {p4:');
     expect(q.sql).to.contain('3 - bitCount(grouping(k1, k2, k3)) AS depth, count() AS doc_count');
     expect(q.sql).to.contain('PARTITION BY depth, if(depth >= 2, k1, NULL), if(depth >= 3, k2, NULL) ORDER BY doc_count DESC, multiIf(depth = 1, toString(k1), depth = 2, toString(k2), toString(k3)) ASC');
     expect(q.sql).to.contain('max(if(depth = 2, r, 0)) OVER (PARTITION BY if(depth >= 2, k1, NULL), if(depth >= 2, k2, NULL)) AS r2');
