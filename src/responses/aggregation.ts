@@ -185,6 +185,7 @@ function firstFlagsPerDepth(rules: readonly GroupByRule[]): string[] {
  * - rollup groups: their response count down to the answer level (every depth when there is
  *   none); their answer key is NULL, so they are in no bucket of that level or below;
  * - rollup answer counts (of the one answer level's question): their count from that level down.
+ * Without an answer level or a multi-valued level every depth's weight is the same: w0 alone.
  * `fromTotals`: whether the rollup groups came from the slice totals (for the answers' completeness check).
  */
 function weightedSource(
@@ -193,7 +194,11 @@ function weightedSource(
   const n = rules.length;
   const depths = Array.from({ length: n + 1 }, (_, d) => d);
   const answerLevel = rules.findIndex((r) => r.kind === 'answer') + 1; // 1-based, 0 when none
-  const weights = (w: (d: number) => string) => depths.map((d) => `toUInt64(${w(d)}) AS w${d}`).join(', ');
+  // Without an answer level or a multi-valued one, a row weighs the same at every depth: one
+  // weight w0 (each weight column and its multiIf branch costs the engine's planning).
+  const uniform = answerLevel === 0 && !rules.some(isMultiValued);
+  const weighted = uniform ? [0] : depths;
+  const weights = (w: (d: number) => string) => weighted.map((d) => `toUInt64(${w(d)}) AS w${d}`).join(', ');
   const keysWith = (answerKey: string) =>
     rules.map((rule, i) => `${rule.kind === 'answer' ? answerKey : levelKeySql(rule, plans[i], bag, i + 1)} AS u${i + 1}`).join(', ');
 
@@ -224,7 +229,7 @@ function weightedSource(
   return {
     source: `FROM (${sources.join(' UNION ALL ')})`,
     keys: rules.map((_, i) => `u${i + 1}`),
-    count: `multiIf(${depths.slice(0, -1).map((d) => `depth = ${d}, sum(w${d})`).join(', ')}, sum(w${n}))`,
+    count: uniform ? 'sum(w0)' : `multiIf(${depths.slice(0, -1).map((d) => `depth = ${d}, sum(w${d})`).join(', ')}, sum(w${n}))`,
     fromTotals,
   };
 }
