@@ -133,6 +133,7 @@ try {
     return used ? used.map((r) => `${r.p.replace(/^.*\./, '')} x${r.n}`).join(', ') : 'unknown (no query_log)';
   };
   const engineCpuMs = () => (cpuSeconds(svc.enginePid()) ?? NaN) * 1000;
+  const serviceCpuMs = () => (cpuSeconds(svc.servicePid) ?? NaN) * 1000;
   const askEngine = async (sqls: string[], i: number): Promise<{ ms: number; cpu: number }> => {
     const params = { org: state!.orgId, start: start.replace('T', ' ').replace('Z', ''), end: end(i).replace('T', ' ').replace('Z', '') };
     const c0 = engineCpuMs();
@@ -153,6 +154,7 @@ try {
     const engineMs: number[] = [];
     const cpu: number[] = [];
     const engineCpu: number[] = [];
+    const serviceCpu: number[] = [];
     let failed = 0;
     const loadBefore = loadavg();
     const caseStart = Date.now();
@@ -162,8 +164,10 @@ try {
       engineMs.push(e.ms);
       engineCpu.push(e.cpu);
       const c0 = engineCpuMs();
+      const s0 = serviceCpuMs();
       const res = await timedRequest(svc.url, 'SEARCH', path, token, body(i));
       cpu.push(engineCpuMs() - c0);
+      serviceCpu.push(serviceCpuMs() - s0);
       // A 503 is the 15 s query limit: counted and reported, the run goes on.
       if (res.status !== 200) {
         failed++;
@@ -180,6 +184,10 @@ try {
       `service/engine p95 ${(s.p95 / e.p95).toFixed(2)}  | engine CPU per question p50: service ${summarize(cpu).p50.toFixed(0)} ms, direct ${summarize(engineCpu).p50.toFixed(0)} ms  ` +
       `| load ${loadBefore} -> ${loadavg()} | service queries of events answered from: ${await projectionsUsed(caseStart)}`;
     log(line);
+    // Each run in order: what varies between runs (with 10 runs the p95 is the slowest), and
+    // whether the first run of a case pays for a cold start, in the engine or in the service.
+    const inOrder = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(' ');
+    log(`  runs in order: ms ${inOrder(ms)} | engine CPU ms ${inOrder(cpu)} | service CPU ms ${inOrder(serviceCpu)}`);
     rows.push(line);
   }
   process.stdout.write(`${events.toLocaleString('en-US')} events, ${iterations} first runs per case, ${os.cpus().length} CPUs\n${rows.join('\n')}\n`);
