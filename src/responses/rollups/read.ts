@@ -162,15 +162,19 @@ export function rawRemainderSql(w: RollupCover, bag: ParamBag): string | undefin
 }
 
 /**
- * `FROM <table> FINAL [joins] WHERE ...` of the slice rows that answer the window: the org (the
- * tenant guard), surveys, then per span the slices inside the range that no coarser slice answers
- * (a slice is answered by its parent unless the parent holds a pending hour). Tests only the slice
- * key (org_id, span, survey_id, start), which the answer totals (schema/111) share. FINAL: a
- * recompute replaces a slice row by a newer version. Callers append ` AND ...`.
+ * `FROM <table> FINAL [joins] PREWHERE ... WHERE ...` of the slice rows that answer the window: the
+ * org (the tenant guard), surveys, then per span the slices inside the range that no coarser slice
+ * answers (a slice is answered by its parent unless the parent holds a pending hour). Tests only
+ * the slice key (org_id, span, survey_id, start), which the answer totals (schema/111) share. FINAL:
+ * a recompute replaces a slice row by a newer version. The window is a PREWHERE: it tests sorting-key
+ * columns only, which every version of a slice row shares, so it keeps or drops a slice's versions
+ * together and FINAL still picks the newest; the engine then reads the wide arrays of the window's
+ * rows only, not of every row of the granules holding them (FINAL moves nothing to PREWHERE by
+ * itself: src/clickhouse/settings.ts). Callers append ` AND ...` to the WHERE.
  */
 export function fromSlicesSql(table: 'survey_rollup' | 'survey_rollup_answers', selection: ResponseSelection, w: RollupCover, bag: ParamBag, joins: readonly string[] = []): string {
-  const head = [new TenantOrg(selection.orgId, bag).from(table, { final: true, joins })];
-  if (selection.surveyIds !== '*') head.push(`survey_id IN ${bag.add(selection.surveyIds, 'Array(UUID)')}`);
+  const window: string[] = [];
+  if (selection.surveyIds !== '*') window.push(`survey_id IN ${bag.add(selection.surveyIds, 'Array(UUID)')}`);
   const within = (from: bigint | null, to: bigint | null) =>
     [...(from !== null ? [`start >= ${dt(bag, from)}`] : []), ...(to !== null ? [`start < ${dt(bag, to)}`] : [])];
   /** Not answered by the parent span: outside its range, or in a pending parent. */
@@ -188,7 +192,8 @@ export function fromSlicesSql(table: 'survey_rollup' | 'survey_rollup_answers', 
   const branches = [level('hour', w.hourFrom, w.hourTo, w.pending, w.days ? [w.dayFrom, w.dayTo, 'day', w.pendingDays] : undefined)];
   if (w.days) branches.push(level('day', w.dayFrom, w.dayTo, w.pendingDays, w.months ? [w.monthFrom, w.monthTo, 'month', w.pendingMonths] : undefined));
   if (w.months) branches.push(level('month', w.monthFrom, w.monthTo, w.pendingMonths));
-  return `${head.join(' AND ')} AND (${branches.join(' OR ')})`;
+  window.push(`(${branches.join(' OR ')})`);
+  return new TenantOrg(selection.orgId, bag).from(table, { final: true, joins, prewhere: window.join(' AND ') });
 }
 
 /** The selection's filters over the rollup's group columns (filtersServable must hold). */
