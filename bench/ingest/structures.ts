@@ -65,6 +65,12 @@ const USER_WEEKS = /ADD PROJECTION IF NOT EXISTS (event_user_weeks\s*\([\s\S]*?\
 const addColumn = (definition: string) => (s: string) => s.replace(/,\n(\s*)INDEX /, `,\n$1${definition},\n$1INDEX `);
 const addProjection = (definition: string) => (s: string) => s.replace(/\n\)\nENGINE = /, `,\n    PROJECTION ${definition}\n)\nENGINE = `);
 
+/** `s` with one more table setting (or one changed, when it is already set). */
+const withSetting = (name: string, value: string) => (s: string) => {
+  const set = new RegExp(`(\\b${name} = )[^,\\n]*`);
+  return set.test(s) ? s.replace(set, `$1${value}`) : s.replace(/(\nSETTINGS [^\n]*)/, `$1, ${name} = ${value}`);
+};
+
 const VARIANTS: Variant[] = [
   { name: 'full', edit: (s) => s },
   // The INSERT still sends the column; EPHEMERAL takes it and stores nothing.
@@ -94,6 +100,14 @@ const VARIANTS: Variant[] = [
         .replace(/(PROJECTION event_times\s*\(\s*SELECT\s[^)]*?user_id,)\s*user_num,/, '$1')
         .replace(/(`?user_num`? UInt32) DEFAULT 0,?\n/, (m, col: string) => `${col} EPHEMERAL${m.trimEnd().endsWith(',') ? ',' : ''}\n`),
   },
+  // Per-part settings of the engine's defaults (system.merge_tree_settings) that cost CPU at
+  // every INSERT or merge whatever the columns hold.
+  { name: '- automatic statistics (auto_statistics_types)', edit: withSetting('auto_statistics_types', "''") },
+  { name: '- sparse serialization', edit: withSetting('ratio_of_defaults_for_sparse_serialization', '1') },
+  { name: '- marks and primary key compression', edit: (s) => withSetting('compress_primary_key', '0')(withSetting('compress_marks', '0')(s)) },
+  { name: '- substream marks in compact parts', edit: withSetting('write_marks_for_substreams_in_compact_parts', '0') },
+  { name: 'compact parts up to 100 MB', edit: withSetting('min_bytes_for_wide_part', '104857600') },
+  { name: 'wide parts only', edit: withSetting('min_bytes_for_wide_part', '0') },
   {
     name: 'none of the read structures (no property_map, no projection)',
     edit: (s) => [(t: string) => t.replace(/(`?property_map`? Map\(String, String\)) DEFAULT [^\n]*,\n/, '$1 EPHEMERAL,\n'), dropProjection('event_counts'), dropProjection('event_times')].reduce((t, f) => f(t), s),
