@@ -3,7 +3,7 @@
  * on N events of one organization over 90 days (10M by default), embedded engine, each beside
  * the same question asked directly of the engine in the same run.
  *
- *   node --import tsx bench/events/run.ts [--events 10M] [--iterations 20] [--data-dir DIR] [--cases REGEX]
+ *   node --import tsx bench/events/run.ts [--events 10M] [--iterations 20] [--data-dir DIR] [--cases REGEX] [--warmup N]
  *
  * The data set is seeded once into a persistent DATA_DIR (bench/.data/events-<N>) with
  * `seedEvents` (the `tallyhouse seed --events` generator), measured with the parts the background
@@ -13,6 +13,10 @@
  * (before and after each case): on a shared machine they measure the contention as much as the
  * service; the engine's CPU time per question (from /proc) is printed beside them, as it depends
  * less on the contention than the wall time.
+ * `--warmup N`: N untimed runs of each case before its timed ones (on ranges of their own, so no
+ * timed run is answered from a cache): the timed runs then measure a running service, not the
+ * first requests of freshly started processes (the service's code and the engine's marks loaded
+ * on first use). Without it (the default) the first timed run of the first case pays for both.
  */
 import os from 'node:os';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -36,11 +40,12 @@ const TARGETS_MS: Record<string, number> = {
   'search newest page + exact count': 100,
 };
 
-const USAGE = 'usage: node --import tsx bench/events/run.ts [--events 10M] [--iterations 20] [--data-dir DIR] [--cases REGEX]';
-const flags = parseFlags(process.argv.slice(2), { events: { type: 'string' }, iterations: { type: 'string' }, 'data-dir': { type: 'string' }, cases: { type: 'string' } }, USAGE);
+const USAGE = 'usage: node --import tsx bench/events/run.ts [--events 10M] [--iterations 20] [--data-dir DIR] [--cases REGEX] [--warmup N]';
+const flags = parseFlags(process.argv.slice(2), { events: { type: 'string' }, iterations: { type: 'string' }, 'data-dir': { type: 'string' }, cases: { type: 'string' }, warmup: { type: 'string' } }, USAGE);
 const only = new RegExp(flags.cases ?? '.');
 const events = flags.events ? parseCount(flags.events) ?? 10_000_000 : 10_000_000;
 const iterations = positiveInt('iterations', flags.iterations, 20);
+const warmup = flags.warmup === '0' ? 0 : positiveInt('warmup', flags.warmup, 0);
 const dataDir = resolve(flags['data-dir'] ?? join(REPO_ROOT, 'bench/.data', `events-${events}`));
 const log = (line: string) => process.stderr.write(`[events] ${line}\n`);
 
@@ -133,6 +138,7 @@ try {
     return used ? used.map((r) => `${r.p.replace(/^.*\./, '')} x${r.n}`).join(', ') : 'unknown (no query_log)';
   };
   const engineCpuMs = () => (cpuSeconds(svc.enginePid()) ?? NaN) * 1000;
+  const serviceCpuMs = () => (cpuSeconds(svc.servicePid) ?? NaN) * 1000;
   const askEngine = async (sqls: string[], i: number): Promise<{ ms: number; cpu: number }> => {
     const params = { org: state!.orgId, start: start.replace('T', ' ').replace('Z', ''), end: end(i).replace('T', ' ').replace('Z', '') };
     const c0 = engineCpuMs();
@@ -153,17 +159,26 @@ try {
     const engineMs: number[] = [];
     const cpu: number[] = [];
     const engineCpu: number[] = [];
+    const serviceCpu: number[] = [];
     let failed = 0;
     const loadBefore = loadavg();
     const caseStart = Date.now();
+    // The warm-up runs take the ranges after the timed ones (ends further back): none repeats.
+    for (let w = 0; w < warmup; w++) {
+      await askEngine(direct[name], iterations + w);
+      const res = await timedRequest(svc.url, 'SEARCH', path, token, body(iterations + w));
+      log(`${name}: warm-up run ${w + 1}, ${res.status} in ${res.ms.toFixed(0)} ms (not timed)`);
+    }
     for (let i = 0; i < iterations; i++) {
       // Side by side, alternating: the engine alone, then the service, on the same range.
       const e = await askEngine(direct[name], i);
       engineMs.push(e.ms);
       engineCpu.push(e.cpu);
       const c0 = engineCpuMs();
+      const s0 = serviceCpuMs();
       const res = await timedRequest(svc.url, 'SEARCH', path, token, body(i));
       cpu.push(engineCpuMs() - c0);
+      serviceCpu.push(serviceCpuMs() - s0);
       // A 503 is the 15 s query limit: counted and reported, the run goes on.
       if (res.status !== 200) {
         failed++;
@@ -180,9 +195,13 @@ try {
       `service/engine p95 ${(s.p95 / e.p95).toFixed(2)}  | engine CPU per question p50: service ${summarize(cpu).p50.toFixed(0)} ms, direct ${summarize(engineCpu).p50.toFixed(0)} ms  ` +
       `| load ${loadBefore} -> ${loadavg()} | service queries of events answered from: ${await projectionsUsed(caseStart)}`;
     log(line);
+    // Each run in order: what varies between runs (with 10 runs the p95 is the slowest), and
+    // whether the first run of a case pays for a cold start, in the engine or in the service.
+    const inOrder = (xs: number[]) => xs.map((x) => x.toFixed(0)).join(' ');
+    log(`  runs in order: ms ${inOrder(ms)} | engine CPU ms ${inOrder(cpu)} | service CPU ms ${inOrder(serviceCpu)}`);
     rows.push(line);
   }
-  process.stdout.write(`${events.toLocaleString('en-US')} events, ${iterations} first runs per case, ${os.cpus().length} CPUs\n${rows.join('\n')}\n`);
+  process.stdout.write(`${events.toLocaleString('en-US')} events, ${iterations} first runs per case${warmup ? ` after ${warmup} untimed` : ''}, ${os.cpus().length} CPUs\n${rows.join('\n')}\n`);
 } finally {
   closeAgent();
   await svc.stop();

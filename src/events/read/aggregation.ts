@@ -22,10 +22,11 @@ import { bucketIndexSql } from '../../query/histogram-sql.ts';
 import { MIN_INTERVALS, parseInstantMicros, planSeries, type HistogramPlan, type MinInterval } from '../../query/histogram.ts';
 import { eachDistinctOrNull } from '../../query/multi-valued.ts';
 import {
-  MAX_GROUP_BY_LEVELS, MAX_HISTOGRAM_BUCKETS, MAX_RESPONSE_BUCKETS, MAX_TERMS_BUCKETS, RANKED_BUCKETS_SETTINGS, checkDenseBuckets,
+  MAX_GROUP_BY_LEVELS, MAX_HISTOGRAM_BUCKETS, MAX_RESPONSE_BUCKETS, MAX_TERMS_BUCKETS, checkDenseBuckets,
   compileRankedBuckets, docCountSql, tooManyBuckets,
 } from '../../query/ranked-buckets.ts';
 import { cachedRequest } from '../../query/request-cache.ts';
+import { EVENT_AGGREGATION_SETTINGS } from './settings.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../../query/shape.ts';
 import { jsonObject } from '../../validation.ts';
 import { markReleases, releasesForSeries } from '../../releases/marks.ts';
@@ -208,7 +209,7 @@ export async function runEventAggregation(run: RunQuery, selection: EventSelecti
 
 export async function aggregateEvents(client: ClickHouseClient, selection: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<EventAggregationResult> {
   const started = performance.now();
-  const { value: { plans, rows, releases } } = await cachedRequest(client, 'event aggregation', [selection, rules, metrics], RANKED_BUCKETS_SETTINGS, async ({ run, fresh }) => {
+  const { value: { plans, rows, releases } } = await cachedRequest(client, 'event aggregation', [selection, rules, metrics], EVENT_AGGREGATION_SETTINGS, async ({ run, fresh }) => {
     const plans = await planEventAggregation(fresh, selection, rules);
     // The releases on the timestamp histograms (src/releases/marks.ts), in the same cached answer,
     // asked beside the grouped query (both need only the plans).

@@ -16,7 +16,7 @@ import * as v from 'valibot';
 import { DT64, ParamBag, compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
 import { pageWindowAnchor, smallestWindowHolding, windowCountColumns, windowStartsBefore, type WindowCounts } from '../../query/page-windows.ts';
 import { cachedRequest } from '../../query/request-cache.ts';
-import { READ_SETTINGS } from '../../query/settings.ts';
+import { EVENT_SEARCH_SETTINGS } from './settings.ts';
 import { jsonObject } from '../../validation.ts';
 import { decodeCursor, encodeCursor, type EventPosition } from './cursor.ts';
 import { eventSelectionEntries } from './filters.ts';
@@ -134,7 +134,7 @@ export async function searchEvents(client: ClickHouseClient, selection: EventSel
   const started = performance.now();
   const after = body.cursor === undefined ? undefined : decodeCursor(body.cursor, selection);
   const input = { ...selection, size: body.size, after };
-  const { value: { total, rows, more } } = await cachedRequest(client, 'event search', input, READ_SETTINGS, ({ run }) => runEventSearch(run, input));
+  const { value: { total, rows, more } } = await cachedRequest(client, 'event search', input, EVENT_SEARCH_SETTINGS, ({ run }) => runEventSearch(run, input));
   const last = rows[rows.length - 1];
   return {
     took: Math.round(performance.now() - started),
