@@ -15,7 +15,7 @@ import { loadConfig } from '../../src/config.ts';
 import { envPairs, parseFlags, positiveInt, positiveNumber } from '../lib/args.ts';
 import { monotonicMicros, summarizeProfile, type ProfileSummary } from '../lib/cpuprofile.ts';
 import { machineInfo } from '../lib/machine.ts';
-import { cpuDelta, cpuSnapshot, type CpuSnapshot } from '../lib/proc.ts';
+import { cpuDelta, cpuSnapshot, threadCpu, threadCpuDelta, type CpuSnapshot } from '../lib/proc.ts';
 import { waitForMerges } from '../lib/merges.ts';
 import { engineCosts, insertLog, insertProfile, type EngineCostRow, type InsertLogSummary } from '../lib/query-log.ts';
 import { RESULTS_DIR, writeResult } from '../lib/results.ts';
@@ -120,6 +120,11 @@ interface PhaseCommon {
   engine_costs: EngineCostRow[];
   /** The INSERTs' ProfileEvents summed (system.query_log), for comparing two runs counter by counter. */
   engine_insert_profile: Record<string, number>;
+  /**
+   * The engine's CPU during the phase by thread name (/proc): MergeMutate is the background merges,
+   * HTTPHandler the INSERTs and every other statement; the embedded engine keeps no part_log.
+   */
+  engine_threads: { name: string; cpu_s: number; system_s: number }[];
 }
 export type ServicePhaseResult = PhaseCommon & { load: LoadResult; rows_per_insert: number | undefined; unanswered_requests: number };
 export type DirectPhaseResult = PhaseCommon & { direct: DirectResult };
@@ -224,6 +229,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
       // Built before the CPU snapshot: what the direct phases measure is the INSERTs.
       const prepared = phase.startsWith('direct') ? prepareInserts(pool.batches, orgIds[0], large ? opts.largeBatch : opts.batchSize) : [];
       const before = cpuSnapshot(pids());
+      const threadsBefore = threadCpu(pids().engine);
       const t0 = Date.now();
       if (isServicePhase(phase)) {
         const tokens = await Promise.all(orgIds.map((org) => target.mintEventsToken(org)));
@@ -241,6 +247,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
             ? await closedLoop(load, { concurrency: opts.concurrency, seconds: opts.seconds, warmupSeconds: opts.warmupSeconds, resendShare })
             : await openLoop(load, { rate, seconds: opts.seconds, warmupSeconds: opts.warmupSeconds, maxSockets: opts.openSockets, maxBacklogSeconds: opts.openBacklogSeconds });
         const cpu = cpuDelta(before, cpuSnapshot(pids()));
+        const threads = threadCpuDelta(threadsBefore, threadCpu(pids().engine));
         serviceWindows.push([fromUs, monotonicMicros()]);
         const t1 = Date.now();
         const stored = await countRows(target, orgIds);
@@ -260,6 +267,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
           engine_inserts: inserts,
           engine_costs: await engineCosts(target.client, t0, t1),
           engine_insert_profile: await insertProfile(target.client, table, t0, t1),
+          engine_threads: threads,
           load: res,
           rows_per_insert: inserts?.inserts ? res.distinct_acked_events_total / inserts.inserts : undefined,
         });
@@ -271,6 +279,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
         const client = buildClient(target.endpoint, target.config, target.config.clickhouse.database, concurrency);
         const res = await directInsert(client, prepared, { concurrency, seconds: opts.seconds, warmupSeconds: opts.warmupSeconds }).finally(() => client.close());
         const cpu = cpuDelta(before, cpuSnapshot(pids()));
+        const threads = threadCpuDelta(threadsBefore, threadCpu(pids().engine));
         const t1 = Date.now();
         const stored = await countRows(target, orgIds);
         phases.push({
@@ -284,6 +293,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
           engine_inserts: await insertLog(target.client, table, t0, t1),
           engine_costs: await engineCosts(target.client, t0, t1),
           engine_insert_profile: await insertProfile(target.client, table, t0, t1),
+          engine_threads: threads,
           direct: res,
         });
       }
@@ -484,6 +494,16 @@ function report(r: IngestResult): void {
       'Engine time per view, table and statement (system.query_views_log, system.part_log, system.query_log by normalized text; µs per event stored in the phase)',
       ['phase', 'what', 'count', 'rows', 'avg ms', 'CPU s', 'CPU µs/ev'],
       costs.flatMap((p) => p.engine_costs.map((c) => [p.phase, c.what, c.count, c.rows, c.duration_ms_avg, c.cpu_s, p.expected_rows ? round((c.cpu_s * 1e6) / p.expected_rows, 2) : undefined])),
+    );
+  }
+  const threaded = r.phases.filter((p) => p.engine_threads?.length);
+  if (threaded.length) {
+    printTable(
+      'Engine CPU by thread (/proc/<engine>/task; MergeMutate: background merges, HTTPHandler: the INSERTs and every statement; µs per event stored in the phase)',
+      ['phase', 'threads', 'CPU s', 'of which system', 'CPU µs/ev'],
+      threaded.flatMap((p) =>
+        p.engine_threads.filter((t) => t.cpu_s >= 0.05).map((t) => [p.phase, t.name, round(t.cpu_s), round(t.system_s), p.expected_rows ? round((t.cpu_s * 1e6) / p.expected_rows, 2) : undefined]),
+      ),
     );
   }
   if (r.profile) {

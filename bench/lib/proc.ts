@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 
 /**
@@ -88,4 +88,48 @@ export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): CpuSnapshot {
   const machine = diff(before.other, after.other);
   const other = machine === undefined ? undefined : Math.max(0, machine - (service ?? 0) - (engine ?? 0) - bench);
   return { service, engine, bench, other, wall: diff(before.wall, after.wall) };
+}
+
+/** CPU seconds of each thread of a process (`/proc/<pid>/task/<tid>/stat`), with its name and the system part. */
+export type ThreadCpu = Map<string, { name: string; cpu: number; system: number }>;
+
+export function threadCpu(pid: number | readonly number[] | undefined): ThreadCpu {
+  const out: ThreadCpu = new Map();
+  for (const p of typeof pid === 'number' ? [pid] : (pid ?? [])) {
+    let tids: string[];
+    try {
+      tids = readdirSync(`/proc/${p}/task`);
+    } catch {
+      continue;
+    }
+    for (const tid of tids) {
+      try {
+        const stat = readFileSync(`/proc/${p}/task/${tid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const utime = Number(fields[11]) / clockTicks();
+        const stime = Number(fields[12]) / clockTicks();
+        out.set(`${p}/${tid}`, { name: stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')), cpu: utime + stime, system: stime });
+      } catch {
+        // The thread ended between the listing and the read.
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * CPU seconds spent between two snapshots, by thread name (trailing digits dropped: a pool's
+ * threads are one row), largest first. A thread that ended in between is lost (its CPU is still in
+ * the process's total); one that started counts from zero.
+ */
+export function threadCpuDelta(before: ThreadCpu, after: ThreadCpu): { name: string; cpu_s: number; system_s: number }[] {
+  const byName = new Map<string, { cpu_s: number; system_s: number }>();
+  for (const [tid, t] of after) {
+    const b = before.get(tid);
+    const name = t.name.replace(/\d+$/, '');
+    const row = byName.get(name) ?? byName.set(name, { cpu_s: 0, system_s: 0 }).get(name)!;
+    row.cpu_s += t.cpu - (b?.cpu ?? 0);
+    row.system_s += t.system - (b?.system ?? 0);
+  }
+  return [...byName].map(([name, r]) => ({ name, ...r })).filter((r) => r.cpu_s > 0).sort((a, b) => b.cpu_s - a.cpu_s);
 }

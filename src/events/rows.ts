@@ -83,19 +83,19 @@ const TALLYHOUSE_NAMESPACE_BYTES = parseUuid(TALLYHOUSE_ID_NAMESPACE);
  * over, never a growing map.
  */
 const ID_CACHE_LIMIT = 100_000;
-let idCache = new Map<string, Map<string, Uint8Array>>();
+type IdKind = 'user' | 'group';
+/** Per kind, per organization id (a lookup by the request's own org string: no key built per row). */
+let idCache: Record<IdKind, Map<string, Map<string, Uint8Array>>> = { user: new Map(), group: new Map() };
 let idCacheSize = 0;
-function cachedId(scope: string, key: string, name: () => string): Uint8Array {
-  let ids = idCache.get(scope);
-  let id = ids?.get(key);
-  if (id !== undefined) return id;
-  id = nameId(name());
+const cachedId = (kind: IdKind, orgId: string, key: string): Uint8Array | undefined => idCache[kind].get(orgId)?.get(key);
+function rememberId(kind: IdKind, orgId: string, key: string, id: Uint8Array): Uint8Array {
   if (idCacheSize >= ID_CACHE_LIMIT) {
-    idCache = new Map();
+    idCache = { user: new Map(), group: new Map() };
     idCacheSize = 0;
-    ids = undefined;
   }
-  if (!ids) idCache.set(scope, (ids = new Map()));
+  const byOrg = idCache[kind];
+  let ids = byOrg.get(orgId);
+  if (!ids) byOrg.set(orgId, (ids = new Map()));
   ids.set(key, id);
   idCacheSize++;
   return id;
@@ -139,7 +139,7 @@ export function userIdForAlias(orgId: string, alias: string): string {
 
 /** userIdForAlias as its 16 bytes (RFC 9562 order). */
 export function userIdBytes(orgId: string, alias: string): Uint8Array {
-  return cachedId('user\u0000' + orgId, alias, () => JSON.stringify(['user', orgId.toLowerCase(), alias]));
+  return cachedId('user', orgId, alias) ?? rememberId('user', orgId, alias, nameId(JSON.stringify(['user', orgId.toLowerCase(), alias])));
 }
 
 /** The stable id of a group within an organization; a missing group_type is ''. */
@@ -151,7 +151,8 @@ export function groupIdFor(orgId: string, groupType: string | null | undefined, 
 export function groupIdBytes(orgId: string, groupType: string | null | undefined, groupName: string): Uint8Array {
   const type = groupType ?? '';
   // JSON-encoded key: no two (type, name) pairs share one.
-  return cachedId('group\u0000' + orgId, JSON.stringify([type, groupName]), () => JSON.stringify(['group', orgId.toLowerCase(), type, groupName]));
+  const key = JSON.stringify([type, groupName]);
+  return cachedId('group', orgId, key) ?? rememberId('group', orgId, key, nameId(JSON.stringify(['group', orgId.toLowerCase(), type, groupName])));
 }
 
 /**
