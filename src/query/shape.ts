@@ -62,6 +62,8 @@ export function shapeBuckets(
   }
 
   const zeros = Object.fromEntries(metrics.map((m) => [m, 0]));
+  /** A date level's formatted keys, by depth: the same series repeats under every parent bucket. */
+  const dateKeys: (readonly string[] | undefined)[] = [];
   let emitted = 0;
   const level = (depth: number, path: (string | number)[]): Record<string, unknown> => {
     const spec = levels[depth];
@@ -75,12 +77,13 @@ export function shapeBuckets(
 
     if (spec.kind === 'date') {
       const byIndex = new Map(found.map((c) => [c.key, c]));
+      const keys = (dateKeys[depth] ??= spec.plan.starts.map(formatMicros));
       return {
         ...spec.head,
         interval: spec.plan.interval,
-        buckets: spec.plan.starts.map((start, i) => {
+        buckets: keys.map((key, i) => {
           const c = byIndex.get(i);
-          return { key: formatMicros(start), doc_count: c?.doc_count ?? 0, ...(c?.metrics ?? zeros), ...nested(i) };
+          return { key, doc_count: c?.doc_count ?? 0, ...(c?.metrics ?? zeros), ...nested(i) };
         }),
       };
     }
