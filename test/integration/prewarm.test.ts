@@ -70,7 +70,9 @@ describe('start-up warm-up: the engine caches and the event reads', function () 
     expect(warmed).to.include.members(['event_counts', 'event_times', 'event_user_hours']);
     const warm = await countRead();
     expect(warm.loadedMarkFiles).to.equal(0);
-    expect(warm.rows).to.deep.equal(cold.rows);
+    // The same buckets (the engine's row order is not part of the answer).
+    const sorted = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).sort();
+    expect(sorted(warm.rows)).to.deep.equal(sorted(cold.rows));
   });
 
   it('the event reads warm-up answers for the nil organization and stores nothing', async () => {
