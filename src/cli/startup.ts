@@ -106,10 +106,10 @@ export async function checkClickHouse(config: Config, connect: () => Promise<Dat
  * The warm-up, once the service listens and before it announces itself: the first request after
  * a start should cost what the next ones do (bench/events/README.md, docs/operations.md). Each
  * step is timed and logged; a step that fails is logged and skipped, never a reason not to serve.
- * - The embedded engine this service started (mode `embedded-owned`) has empty caches: the event
- *   tables' primary indexes and marks are loaded (src/clickhouse/prewarm.ts). A ClickHouse server
- *   of CLICKHOUSE_URL, or an engine another command started, keeps its caches across this
- *   service's restarts and is left as it is.
+ * - The embedded engine this service started (mode `embedded-owned`) has empty caches: the primary
+ *   indexes and marks of the tables the event reads use are loaded (src/clickhouse/prewarm.ts). A
+ *   ClickHouse server of CLICKHOUSE_URL, or an engine another command started, keeps its caches
+ *   across this service's restarts and is left as it is.
  * - The event reads run once for an organization with no events (src/events/read/warmup.ts): the
  *   code of the read path is compiled and the engine client's connection opened before a user's
  *   request needs them.
@@ -117,9 +117,12 @@ export async function checkClickHouse(config: Config, connect: () => Promise<Dat
  * The modules load here, not at the top: a command that does not serve never loads the reads.
  */
 export async function warmUp(db: Database, log: Logger, baseUrl: string): Promise<void> {
-  const [{ prewarmTable }, { EVENT_READ_TABLE, warmEventReads }] = await Promise.all([import('../clickhouse/prewarm.ts'), import('../events/read/warmup.ts')]);
+  const [{ prewarmTable }, { EVENT_READ_TABLES, warmEventReads }] = await Promise.all([import('../clickhouse/prewarm.ts'), import('../events/read/warmup.ts')]);
+  const engineCaches = async () => {
+    for (const table of EVENT_READ_TABLES) await prewarmTable(db.client(), table);
+  };
   const steps: [string, () => Promise<unknown>][] = [
-    ...(db.mode() === 'embedded-owned' ? [['engine caches', () => prewarmTable(db.client(), EVENT_READ_TABLE)] as [string, () => Promise<unknown>]] : []),
+    ...(db.mode() === 'embedded-owned' ? [['engine caches', engineCaches] as [string, () => Promise<unknown>]] : []),
     ['event reads', () => warmEventReads(db.client())],
     ['http', () => getOnce(`${baseUrl}/healthz`)],
   ];

@@ -5,7 +5,7 @@ import { prewarmTable } from '../../src/clickhouse/prewarm.ts';
 import * as v from 'valibot';
 import { eventAggregationBodySchema, runEventAggregation } from '../../src/events/read/aggregation.ts';
 import { eventSelectionOf } from '../../src/events/read/search.ts';
-import { warmEventReads, EVENT_READ_TABLE } from '../../src/events/read/warmup.ts';
+import { warmEventReads } from '../../src/events/read/warmup.ts';
 import { startTestService, type TestService } from './harness.ts';
 
 /**
@@ -66,7 +66,8 @@ describe('start-up warm-up: the engine caches and the event reads', function () 
     expect(cold.loadedMarkFiles).to.be.greaterThan(0);
 
     await svc.client.command({ query: 'SYSTEM DROP MARK CACHE' });
-    const warmed = await prewarmTable(svc.client, EVENT_READ_TABLE);
+    const warmed = await prewarmTable(svc.client, 'events');
+    await prewarmTable(svc.client, 'releases');
     expect(warmed).to.include.members(['event_counts', 'event_times', 'event_user_hours']);
     const warm = await countRead();
     expect(warm.loadedMarkFiles).to.equal(0);

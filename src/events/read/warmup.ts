@@ -19,8 +19,8 @@ import { eventSearchBodySchema, eventSelectionOf, searchEvents } from './search.
 const NO_ORGANIZATION = '00000000-0000-0000-0000-000000000000';
 const DAY_MS = 86_400_000;
 
-/** The table the event reads are answered from (its projections included). */
-export const EVENT_READ_TABLE = 'events';
+/** The tables the event reads are answered from (their projections included): the events, and the releases marked on date histograms. */
+export const EVENT_READ_TABLES = ['events', 'releases'] as const;
 
 export async function warmEventReads(client: ClickHouseClient, nowMs = Date.now()): Promise<void> {
   // A range that starts and ends inside an hour, as a dashboard's "last 100 days" does, so the
