@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { checkListen, listenError } from './cli/startup.ts';
+import { checkListen, listenError, warmUp } from './cli/startup.ts';
 import { parseArgs, UsageError, type Options, type ParsedArgs } from './cli/args.ts';
 import { TOKEN_CREATE, TOKEN_LIST, TOKEN_REVOKE, tokenCreate, tokenList, tokenRevoke } from './cli/token.ts';
 import type { Database } from './clickhouse/connection.ts';
@@ -36,6 +36,7 @@ async function serve(config: Config, log: Logger): Promise<void> {
   });
   log.info({ msg: 'listening', host: config.host, port, engine: db.mode(), maxConnections: app.maxConnections });
   const baseUrl = `http://${config.host.includes(':') ? `[${config.host}]` : config.host}:${port}`;
+  await warmUp(db, log, baseUrl);
   if (!config.clickhouse.url && config.demo) out(demoBanner(await ensureDemo(db, config.dataDir, log), baseUrl));
   else out(plainBanner(baseUrl, db.mode()));
 

@@ -5,11 +5,13 @@
  */
 import { ClickHouseError } from '@clickhouse/client';
 import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { get as httpGet } from 'node:http';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import type { Database } from '../clickhouse/connection.ts';
 import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
 
 export class StartupError extends Error {}
 
@@ -98,4 +100,51 @@ export async function checkClickHouse(config: Config, connect: () => Promise<Dat
     throw new StartupError(`ClickHouse at CLICKHOUSE_URL=${config.clickhouse.url} answered the ping but not a query: ${reason(err)}`);
   }
   return db;
+}
+
+/**
+ * The warm-up, once the service listens and before it announces itself: the first request after
+ * a start should cost what the next ones do (bench/events/README.md, docs/operations.md). Each
+ * step is timed and logged; a step that fails is logged and skipped, never a reason not to serve.
+ * - The embedded engine this service started (mode `embedded-owned`) has empty caches: the primary
+ *   indexes and marks of the tables the event reads use are loaded (src/clickhouse/prewarm.ts). A
+ *   ClickHouse server of CLICKHOUSE_URL, or an engine another command started, keeps its caches
+ *   across this service's restarts and is left as it is.
+ * - The event reads run once for an organization with no events (src/events/read/warmup.ts): the
+ *   code of the read path is compiled and the engine client's connection opened before a user's
+ *   request needs them.
+ * - One request to /healthz through the HTTP stack, which loads what it loads on first use.
+ * The modules load here, not at the top: a command that does not serve never loads the reads.
+ */
+export async function warmUp(db: Database, log: Logger, baseUrl: string): Promise<void> {
+  const [{ prewarmTable }, { EVENT_READ_TABLES, warmEventReads }] = await Promise.all([import('../clickhouse/prewarm.ts'), import('../events/read/warmup.ts')]);
+  const engineCaches = async () => {
+    for (const table of EVENT_READ_TABLES) await prewarmTable(db.client(), table);
+  };
+  const steps: [string, () => Promise<unknown>][] = [
+    ...(db.mode() === 'embedded-owned' ? [['engine caches', engineCaches] as [string, () => Promise<unknown>]] : []),
+    ['event reads', () => warmEventReads(db.client())],
+    ['http', () => getOnce(`${baseUrl}/healthz`)],
+  ];
+  for (const [step, run] of steps) {
+    const started = performance.now();
+    try {
+      await run();
+      log.info({ msg: 'warm-up', step, ms: Math.round(performance.now() - started) });
+    } catch (err) {
+      log.warn({ msg: 'warm-up step failed; serving without it', step, error: reason(err) });
+    }
+  }
+}
+
+/** GET on a connection of its own (no keep-alive: an idle pooled socket would outlive the step). */
+function getOnce(url: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = httpGet(url, { agent: false, timeout: 5000 }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve() : reject(new Error(`${url} answered ${res.statusCode}`))));
+    });
+    req.on('timeout', () => req.destroy(new Error(`${url} did not answer in time`)));
+    req.on('error', reject);
+  });
 }

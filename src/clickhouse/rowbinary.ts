@@ -13,6 +13,8 @@
 const MIN_CAPACITY = 4096;
 /** Strings shorter than this (and below 128 bytes, so a one-byte length) take `string`'s ASCII loop. */
 const SHORT_STRING = 64;
+/** `text` without a tag character. */
+const NO_TAG = -1;
 
 /** Position in a UUID text of the first digit of byte i (0..15). */
 const DIGIT_AT = Array.from({ length: 16 }, (_, i) => 2 * i + (i >= 4 ? 1 : 0) + (i >= 6 ? 1 : 0) + (i >= 8 ? 1 : 0) + (i >= 10 ? 1 : 0));
@@ -23,38 +25,62 @@ for (let d = 0; d < 6; d++) HEX[65 + d] = HEX[97 + d] = 10 + d;
 
 export class RowBinaryWriter {
   private buf: Buffer;
+  /** Where the piece being written starts: the bytes before it were handed out by `take`. */
+  private start = 0;
   private at = 0;
+  private readonly capacity: number;
 
   constructor(capacity = MIN_CAPACITY) {
-    this.buf = Buffer.allocUnsafe(Math.max(capacity, 16));
+    this.capacity = Math.max(capacity, 16);
+    this.buf = Buffer.allocUnsafe(this.capacity);
   }
 
+  /** The bytes of the piece written so far. */
   get length(): number {
-    return this.at;
+    return this.at - this.start;
   }
 
   /** The bytes written so far (a view of the writer's buffer: write nothing more after it). */
   finish(): Buffer {
-    return this.buf.subarray(0, this.at);
+    return this.buf.subarray(this.start, this.at);
   }
 
   /** The bytes written so far, copied out at their size: for a writer reused with `reset`. */
   copyOut(): Buffer {
-    return Buffer.from(this.buf.subarray(0, this.at));
+    return Buffer.from(this.buf.subarray(this.start, this.at));
   }
 
-  /** Starts over, keeping the buffer: a writer reused for every request allocates only what `copyOut` copies. */
+  /**
+   * The piece written since the last `take` (or since the writer was made), as a view of the
+   * writer's buffer, which it never writes again: the next piece follows it, and a buffer with
+   * too little room left for one is left to the pieces it holds. Many pieces share a buffer of
+   * `capacity` bytes (a slab), so a writer reused for every request allocates once per slab,
+   * copies nothing out, and a piece holds its slab's memory while it lives.
+   */
+  take(): Buffer {
+    const piece = this.buf.subarray(this.start, this.at);
+    this.start = this.at;
+    if (this.buf.length - this.at < this.capacity / 8) {
+      this.buf = Buffer.allocUnsafe(this.capacity);
+      this.start = this.at = 0;
+    }
+    return piece;
+  }
+
+  /** Starts the piece over (drops what was written since the last `take`), keeping the buffer. */
   reset(): void {
-    this.at = 0;
+    this.at = this.start;
   }
 
+  /** Makes room for `bytes` more: a new buffer holds the current piece when this one is full. */
   private room(bytes: number): void {
     if (this.at + bytes <= this.buf.length) return;
-    let size = this.buf.length * 2;
-    while (size < this.at + bytes) size *= 2;
-    const next = Buffer.allocUnsafe(size);
-    this.buf.copy(next, 0, 0, this.at);
+    const used = this.at - this.start;
+    const next = Buffer.allocUnsafe(Math.max(this.capacity, 2 * (used + bytes)));
+    this.buf.copy(next, 0, this.start, this.at);
     this.buf = next;
+    this.start = 0;
+    this.at = used;
   }
 
   uint8(n: number): void {
@@ -64,7 +90,8 @@ export class RowBinaryWriter {
 
   uint16(n: number): void {
     this.room(2);
-    this.buf.writeUInt16LE(n, this.at);
+    this.buf[this.at] = n & 0xff;
+    this.buf[this.at + 1] = n >>> 8;
     this.at += 2;
   }
 
@@ -79,17 +106,39 @@ export class RowBinaryWriter {
     this.room(8);
     const low = ms % 4294967296;
     const lowU = low < 0 ? low + 4294967296 : low;
-    this.buf.writeUInt32LE(lowU, this.at);
-    this.buf.writeInt32LE((ms - lowU) / 4294967296, this.at + 4);
-    this.at += 8;
+    // Both halves as int32 bit patterns (two's complement for a negative high half).
+    const high = (ms - lowU) / 4294967296;
+    const out = this.buf;
+    const at = this.at;
+    out[at] = lowU;
+    out[at + 1] = lowU >>> 8;
+    out[at + 2] = lowU >>> 16;
+    out[at + 3] = lowU >>> 24;
+    out[at + 4] = high;
+    out[at + 5] = high >> 8;
+    out[at + 6] = high >> 16;
+    out[at + 7] = high >> 24;
+    this.at = at + 8;
   }
 
-  /** Raw bytes (a FixedString). */
+  /** Raw bytes (a FixedString). A few are copied one by one: no view made for them. */
   bytes(b: Uint8Array, from = 0, to = b.length): void {
     const n = to - from;
     this.room(n);
-    this.buf.set(b.subarray(from, to), this.at);
+    if (n <= 32) {
+      const out = this.buf;
+      const at = this.at - from;
+      for (let i = from; i < to; i++) out[at + i] = b[i];
+    } else this.buf.set(b.subarray(from, to), this.at);
     this.at += n;
+  }
+
+  /** `count` zero bytes: as many empty Strings, or zero numbers. */
+  zeros(count: number): void {
+    this.room(count);
+    const out = this.buf;
+    for (let i = this.at; i < this.at + count; i++) out[i] = 0;
+    this.at += count;
   }
 
   /** A UUID from its RFC 9562 bytes (as `uuid`'s parse or a random fill give them). */
@@ -150,13 +199,27 @@ export class RowBinaryWriter {
    * back in the rare case the real length needs a shorter prefix.
    */
   string(s: string): number {
+    return this.text(NO_TAG, s);
+  }
+
+  /**
+   * A String of one ASCII character (`tag`, its char code) then `s`, without the concatenation
+   * (property_map's typed values: 's' + the string...); returns the UTF-8 byte length of `s`.
+   */
+  taggedString(tag: number, s: string): number {
+    return this.text(tag, s);
+  }
+
+  /** `string` of `s`, after the character `tag` unless NO_TAG. */
+  private text(tag: number, s: string): number {
     const len = s.length;
+    const extra = tag === NO_TAG ? 0 : 1;
     // Short ASCII text (names, ids, aliases: most strings of a row) is copied a character at a
     // time: one byte each, a one-byte length, and no call into the native encoder.
-    if (len < SHORT_STRING) {
-      this.room(len + 1);
+    if (len + extra < SHORT_STRING) {
+      this.room(len + extra + 1);
       const buf = this.buf;
-      const start = this.at + 1;
+      const start = this.at + 1 + extra;
       let i = 0;
       for (; i < len; i++) {
         const c = s.charCodeAt(i);
@@ -164,19 +227,21 @@ export class RowBinaryWriter {
         buf[start + i] = c;
       }
       if (i === len) {
-        buf[this.at] = len;
+        buf[this.at] = len + extra;
+        if (extra) buf[this.at + 1] = tag;
         this.at = start + len;
         return len;
       }
     }
-    const max = len * 3;
+    const max = len * 3 + extra;
     const width = varintWidth(max);
     this.room(width + max);
     const start = this.at + width;
-    const n = s.length === 0 ? 0 : this.buf.write(s, start, 'utf8');
-    const need = varintWidth(n);
-    if (need < width) this.buf.copyWithin(this.at + need, start, start + n);
-    this.at = writeVarint(this.buf, this.at, n) + n;
+    if (extra) this.buf[start] = tag;
+    const n = len === 0 ? 0 : this.buf.write(s, start + extra, 'utf8');
+    const need = varintWidth(n + extra);
+    if (need < width) this.buf.copyWithin(this.at + need, start, start + extra + n);
+    this.at = writeVarint(this.buf, this.at, n + extra) + extra + n;
     return n;
   }
 }

@@ -18,7 +18,7 @@ import { claimKey, type ClaimKey } from '../claims/claims.ts';
 import { charCount } from '../chars.ts';
 import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { parseIsoMillis } from '../time/iso.ts';
-import { groupIdBytes, MAX_EVENT_AGE_MS, propertyMapValue, userIdBytes } from './rows.ts';
+import { groupIdBytes, MAX_EVENT_AGE_MS, userNameId } from './rows.ts';
 import { COPILOT_EVENT_NAMES, MAX_CHARS, MAX_EVENTS_PER_REQUEST, MAX_PROPERTIES_BYTES, parseEventBatch, type ParsedEvent } from './schema.ts';
 
 /** The claim key of a message id: MD5 of `org_id:message_id` (schema/060's DEFAULT computes the same in SQL). */
@@ -27,10 +27,11 @@ export function messageKey(orgId: string, messageId: string): ClaimKey {
 }
 
 /**
- * The rows of every request are written into this one buffer, then copied out at their size: the
- * walk never awaits, so no two requests share it at once.
+ * The rows of every request are written by this one writer, each request's body a piece of its
+ * current slab (RowBinaryWriter.take: no copy): the walk never awaits, so no two requests write at
+ * once, and a request the walk gives up on is dropped by the next one's reset.
  */
-const scratch = new RowBinaryWriter(1 << 16);
+const scratch = new RowBinaryWriter(1 << 20);
 
 /**
  * One request's rows as the group committer carries them: the RowBinary rows and, when some row
@@ -55,16 +56,13 @@ export class EventChunk {
     readonly offsets?: Uint32Array,
     /** The earliest and the latest event time of its rows (epoch ms). */
     readonly timeRange?: readonly [number, number],
-    /** Per row, its known user's id (16 bytes at 16 x row; zeros: anonymous), for its user number. */
-    readonly users?: Buffer,
+    /** Per row, its known user's id as latin1 (the key of src/events/user-numbers.ts); undefined: anonymous. */
+    readonly users?: readonly (string | undefined)[],
   ) {}
 
   /** A row's known user (its 16 id bytes as latin1, the key of src/events/user-numbers.ts), or undefined when anonymous. */
   userKey(row: number): string | undefined {
-    const u = this.users;
-    if (!u) return undefined;
-    for (let i = 16 * row; i < 16 * row + 16; i++) if (u[i] !== 0) return u.toString('latin1', 16 * row, 16 * row + 16);
-    return undefined;
+    return this.users?.[row];
   }
 
   /** Writes a row's `user_num` (its last 4 bytes, EVENT_COLUMNS). */
@@ -179,6 +177,8 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
   const n = items.length;
   const org = parseUuid(orgId);
   const received = receivedAt.getTime();
+  // Row i's event id at 16 x i, its user id if anonymous at 16 x (n + i): the first half is the
+  // chunk's event ids as they are.
   const ids = Buffer.allocUnsafe(32 * n);
   randomIds(ids);
   for (let i = 0; i < 2 * n; i++) {
@@ -191,7 +191,7 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
   const keyPrefix = orgId.toLowerCase() + ':';
   const offsets = new Uint32Array(n + 1);
   let keys: Buffer | undefined;
-  const users = Buffer.alloc(16 * n);
+  const users = new Array<string | undefined>(n).fill(undefined);
   let earliest = Infinity;
   let latest = -Infinity;
 
@@ -206,7 +206,7 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     w.uuidBytes(org);
     w.string(type);
     w.uint16(seq);
-    w.uuidBytes(ids, 32 * seq);
+    w.uuidBytes(ids, 16 * seq);
     w.dateTime64ms(received);
     const time = eventTime(item.timestamp, received, check);
     w.dateTime64ms(time);
@@ -216,11 +216,11 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     const alias = optional(item.user_alias, MAX_CHARS.user_alias, check);
     w.string(alias);
     w.uint8(alias === '' ? 1 : 0);
-    if (alias === '') w.uuidBytes(ids, 32 * seq + 16);
+    if (alias === '') w.uuidBytes(ids, 16 * (n + seq));
     else {
-      const user = userIdBytes(orgId, alias);
-      w.uuidBytes(user);
-      users.set(user, 16 * seq);
+      const user = userNameId(orgId, alias);
+      w.uuidBytes(user.bytes);
+      users[seq] = user.key;
     }
 
     const messageId = optional(item.message_id, MAX_CHARS.message_id, check);
@@ -239,17 +239,14 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     const properties = item.properties as Record<string, unknown> | null | undefined;
     if (properties == null) {
       w.string('{}');
-      w.varint(0);
+      w.zeros(1);
     } else {
       if (check && (typeof properties !== 'object' || Array.isArray(properties))) throw notPlain;
       writeProperties(w, properties, check);
     }
 
     const context = item.context as Record<string, unknown> | null | undefined;
-    if (context == null) {
-      w.empty();
-      w.empty();
-    } else {
+    if (context == null) w.zeros(2); else {
       // An array is an object to the schema too (its locale and timezone are absent).
       if (check && typeof context !== 'object') throw notPlain;
       w.string(optional(context.locale, MAX_CHARS.locale, check, true));
@@ -314,11 +311,9 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     w.bytes(NO_USER_NUM);
   }
   offsets[n] = w.length;
-  const body = w.copyOut();
+  const body = w.take();
   if (!keys) return new EventChunk(orgId, body, n, undefined, undefined, offsets, [earliest, latest], users);
-  const eventIds = Buffer.allocUnsafe(16 * n);
-  for (let i = 0; i < n; i++) ids.copy(eventIds, 16 * i, 32 * i, 32 * i + 16);
-  return new EventChunk(orgId, body, n, keys, eventIds, offsets, [earliest, latest], users);
+  return new EventChunk(orgId, body, n, keys, ids.subarray(0, 16 * n), offsets, [earliest, latest], users);
 }
 
 /**
@@ -358,18 +353,39 @@ function writeProperties(w: RowBinaryWriter, properties: Record<string, unknown>
   if (w.string(text) > MAX_PROPERTIES_BYTES && check) throw notPlain;
   w.varint(entries);
   if (entries === 0) return;
+  // propertyMapValue's type letter and text, written without building 's' + value.
   for (let i = 0; i < keys.length; i++) {
     const value = properties[keys[i]];
-    const mapped = nested?.[i] !== undefined ? 'o' + nested[i] : propertyMapValue(value);
-    if (mapped === undefined) continue;
-    w.string(keys[i]);
-    w.string(mapped);
+    switch (typeof value) {
+      case 'string':
+        w.string(keys[i]);
+        w.taggedString(S, value);
+        break;
+      case 'number':
+        w.string(keys[i]);
+        // JSON.stringify's text of a number: a finite one's is its String (JSON has no others).
+        w.taggedString(N, Number.isFinite(value) ? String(value) : 'null');
+        break;
+      case 'boolean':
+        w.string(keys[i]);
+        w.string(value ? 'btrue' : 'bfalse');
+        break;
+      case 'object':
+        if (value === null) break;
+        w.string(keys[i]);
+        w.taggedString(O, nested![i]);
+        break;
+    }
   }
 }
 
+const S = 0x73;
+const N = 0x6e;
+const O = 0x6f;
+
 /** `count` empty Strings. */
 function empties(w: RowBinaryWriter, count: number): void {
-  for (let i = 0; i < count; i++) w.empty();
+  w.zeros(count);
 }
 
 /** A required string of the schema (1..max characters). */

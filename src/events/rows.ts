@@ -84,11 +84,18 @@ const TALLYHOUSE_NAMESPACE_BYTES = parseUuid(TALLYHOUSE_ID_NAMESPACE);
  */
 const ID_CACHE_LIMIT = 100_000;
 type IdKind = 'user' | 'group';
+
+/** A name-based id: its 16 bytes, and the same as a latin1 string (a map key: user-numbers.ts). */
+export interface NameId {
+  readonly bytes: Uint8Array;
+  readonly key: string;
+}
+
 /** Per kind, per organization id (a lookup by the request's own org string: no key built per row). */
-let idCache: Record<IdKind, Map<string, Map<string, Uint8Array>>> = { user: new Map(), group: new Map() };
+let idCache: Record<IdKind, Map<string, Map<string, NameId>>> = { user: new Map(), group: new Map() };
 let idCacheSize = 0;
-const cachedId = (kind: IdKind, orgId: string, key: string): Uint8Array | undefined => idCache[kind].get(orgId)?.get(key);
-function rememberId(kind: IdKind, orgId: string, key: string, id: Uint8Array): Uint8Array {
+const cachedId = (kind: IdKind, orgId: string, key: string): NameId | undefined => idCache[kind].get(orgId)?.get(key);
+function rememberId(kind: IdKind, orgId: string, key: string, bytes: Uint8Array): NameId {
   if (idCacheSize >= ID_CACHE_LIMIT) {
     idCache = { user: new Map(), group: new Map() };
     idCacheSize = 0;
@@ -96,6 +103,7 @@ function rememberId(kind: IdKind, orgId: string, key: string, id: Uint8Array): U
   const byOrg = idCache[kind];
   let ids = byOrg.get(orgId);
   if (!ids) byOrg.set(orgId, (ids = new Map()));
+  const id: NameId = { bytes, key: Buffer.from(bytes.buffer, bytes.byteOffset, 16).toString('latin1') };
   ids.set(key, id);
   idCacheSize++;
   return id;
@@ -139,6 +147,11 @@ export function userIdForAlias(orgId: string, alias: string): string {
 
 /** userIdForAlias as its 16 bytes (RFC 9562 order). */
 export function userIdBytes(orgId: string, alias: string): Uint8Array {
+  return userNameId(orgId, alias).bytes;
+}
+
+/** userIdForAlias as its bytes and its latin1 key. */
+export function userNameId(orgId: string, alias: string): NameId {
   return cachedId('user', orgId, alias) ?? rememberId('user', orgId, alias, nameId(JSON.stringify(['user', orgId.toLowerCase(), alias])));
 }
 
@@ -152,7 +165,7 @@ export function groupIdBytes(orgId: string, groupType: string | null | undefined
   const type = groupType ?? '';
   // JSON-encoded key: no two (type, name) pairs share one.
   const key = JSON.stringify([type, groupName]);
-  return cachedId('group', orgId, key) ?? rememberId('group', orgId, key, nameId(JSON.stringify(['group', orgId.toLowerCase(), type, groupName])));
+  return (cachedId('group', orgId, key) ?? rememberId('group', orgId, key, nameId(JSON.stringify(['group', orgId.toLowerCase(), type, groupName])))).bytes;
 }
 
 /**

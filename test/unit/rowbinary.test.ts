@@ -37,4 +37,43 @@ describe('RowBinary writer (the event write path\'s operations)', () => {
     const r = new RowBinaryReader(out);
     expect([r.uuid(), r.uuid(), r.uint16(), r.int64(), r.int64()]).to.deep.equal(['00112233-4455-6677-8899-aabbccddeeff', '00112233-4455-6677-8899-aabbccddeeff', 0x0102, -1n, BigInt(Date.UTC(2026, 10, 22))]);
   });
+  it('writes a tagged String as the String of the tag character then the text (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.constantFrom('s', 'n', 'o'), fc.oneof(fc.string({ unit: 'binary', maxLength: 200 }), fc.string({ unit: 'grapheme', minLength: 40, maxLength: 3000 }))), { maxLength: 6 }), (pairs) => {
+        const tagged = new RowBinaryWriter(16);
+        const plain = new RowBinaryWriter(16);
+        for (const [tag, text] of pairs) {
+          expect(tagged.taggedString(tag.charCodeAt(0), text)).to.equal(Buffer.byteLength(text));
+          plain.string(tag + text);
+        }
+        expect(tagged.finish()).to.deep.equal(plain.finish());
+      }),
+    );
+  });
+
+  it('hands out pieces that later writes never touch, across slabs and growth (property)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.tuple(fc.array(fc.string({ maxLength: 400 }), { maxLength: 8 }), fc.boolean()), { maxLength: 30 }), fc.integer({ min: 16, max: 2048 }), (pieces, capacity) => {
+        const w = new RowBinaryWriter(capacity);
+        const kept: { piece: Buffer; copy: Buffer; texts: string[] }[] = [];
+        for (const [texts, keep] of pieces) {
+          w.reset();
+          for (const t of texts) w.string(t);
+          w.zeros(3);
+          w.bytes(Buffer.from([1, 2, 3]));
+          if (!keep) continue;
+          expect(w.length).to.equal(w.finish().length);
+          const piece = w.take();
+          kept.push({ piece, copy: Buffer.from(piece), texts });
+        }
+        for (const { piece, copy, texts } of kept) {
+          expect(piece).to.deep.equal(copy);
+          const r = new RowBinaryReader(piece);
+          expect(texts.map(() => r.string())).to.deep.equal(texts.map((t) => Buffer.from(t).toString()));
+          expect([...r.bytes(6)]).to.deep.equal([0, 0, 0, 1, 2, 3]);
+          expect(r.done).to.equal(true);
+        }
+      }),
+    );
+  });
 });
