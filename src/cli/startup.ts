@@ -113,7 +113,8 @@ export async function checkClickHouse(config: Config, connect: () => Promise<Dat
  * - The event reads run once for an organization with no events (src/events/read/warmup.ts): the
  *   code of the read path is compiled and the engine client's connection opened before a user's
  *   request needs them.
- * - One request to /healthz through the HTTP stack, which loads what it loads on first use.
+ * - One request to /openapi.json (a large JSON answer) through the HTTP stack, which loads what
+ *   it loads on first use.
  * The modules load here, not at the top: a command that does not serve never loads the reads.
  */
 export async function warmUp(db: Database, log: Logger, baseUrl: string): Promise<void> {
@@ -124,7 +125,7 @@ export async function warmUp(db: Database, log: Logger, baseUrl: string): Promis
   const steps: [string, () => Promise<unknown>][] = [
     ...(db.mode() === 'embedded-owned' ? [['engine caches', engineCaches] as [string, () => Promise<unknown>]] : []),
     ['event reads', () => warmEventReads(db.client())],
-    ['http', () => getOnce(`${baseUrl}/healthz`)],
+    ['http', () => getOnce(`${baseUrl}/openapi.json`)],
   ];
   for (const [step, run] of steps) {
     const started = performance.now();

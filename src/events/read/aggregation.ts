@@ -30,6 +30,7 @@ import { EVENT_AGGREGATION_SETTINGS } from './settings.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../../query/shape.ts';
 import { jsonObject } from '../../validation.ts';
 import { markReleases, releasesForSeries } from '../../releases/marks.ts';
+import type { Release } from '../../releases/schema.ts';
 import { propertyValue, rawJsonValue } from './compile.ts';
 import { eventSelectionEntries } from './filters.ts';
 import { EventSource, type EventSelection } from './source.ts';
@@ -216,6 +217,11 @@ export async function aggregateEvents(client: ClickHouseClient, selection: Event
     const [rows, releases] = await Promise.all([run<BucketRow>(compileEventAggregation(selection, rules, plans, metrics)), releasesForSeries(fresh, selection.orgId, plans)]);
     return { plans, rows, releases };
   });
+  return eventAggregationAnswer(rules, plans, rows, releases, metrics, started);
+}
+
+/** The answer from the grouped query's rows and the releases: the buckets shaped per level, the releases marked on the date levels. */
+export function eventAggregationAnswer(rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], rows: readonly BucketRow[], releases: readonly Release[], metrics: readonly EventMetric[], started: number): EventAggregationResult {
   const extra = metrics.includes('unique_users') ? ['unique_users'] : [];
   const shaped = shapeBuckets(shapeLevels(rules, plans), rows, extra, MAX_RESPONSE_BUCKETS, tooManyBuckets);
   const { top } = shaped;

@@ -1,7 +1,9 @@
 /**
  * The event reads run once at start-up, before the first request, for an organization that has
  * no events: a dashboard's reads (counts by name and day, unique users per day, a property filter
- * with a daily histogram, the newest page with its count) over the last 100 days.
+ * with a daily histogram, the newest page with its count) over the last 100 days; then, as that
+ * organization's answers hold no bucket, a dashboard-sized answer (25 names x 100 days) is read
+ * from the engine as rows of the grouped query's shape (numbers, not events) and shaped.
  *
  * Why: the first request of a freshly started service pays for what it is the first to use: the
  * code of the request schemas, the compilers, the engine client and the bucket shaping, compiled
@@ -13,7 +15,11 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
-import { aggregateEvents, eventAggregationBodySchema } from './aggregation.ts';
+import { ParamBag, compiled } from '../../clickhouse/sql.ts';
+import { queryRows } from '../../clickhouse/result-cache.ts';
+import type { BucketRow } from '../../query/shape.ts';
+import { aggregateEvents, eventAggregationAnswer, eventAggregationBodySchema, planEventLevels } from './aggregation.ts';
+import { EVENT_AGGREGATION_SETTINGS } from './settings.ts';
 import { eventSearchBodySchema, eventSelectionOf, searchEvents } from './search.ts';
 
 const NO_ORGANIZATION = '00000000-0000-0000-0000-000000000000';
@@ -38,4 +44,18 @@ export async function warmEventReads(client: ClickHouseClient, nowMs = Date.now(
   }
   const search = v.parse(eventSearchBodySchema, { size: 10, range });
   JSON.stringify(await searchEvents(client, eventSelectionOf(NO_ORGANIZATION, search), search));
+
+  // The rows of a count by event_name x 100 days (depth 0, 1 and 2 of the ROLLUP), in the types
+  // the grouped query returns, through the same client call, then the same shaping.
+  const body = v.parse(eventAggregationBodySchema, aggregations[0]);
+  const plans = planEventLevels(body.group_by, eventSelectionOf(NO_ORGANIZATION, body).range, undefined);
+  const rows = await queryRows<BucketRow>(client, compiled(DASHBOARD_ROWS_SQL, new ParamBag()), EVENT_AGGREGATION_SETTINGS);
+  JSON.stringify(eventAggregationAnswer(body.group_by, plans, rows, [], body.metrics, performance.now()));
 }
+
+/** 25 names x 100 daily buckets, with their rolled-up parents, as the grouped query's columns. */
+const DASHBOARD_ROWS_SQL =
+  'SELECT toUInt8(if(number < 2500, 2, if(number < 2525, 1, 0))) AS depth, ' +
+  "if(number < 2525, toNullable(concat('event ', toString(number % 25))), NULL) AS k1, " +
+  'if(number < 2500, toNullable(toInt64(intDiv(number, 25))), NULL) AS k2, ' +
+  'toUInt64(number + 1) AS doc_count, toUInt64(0) AS other_doc_count FROM numbers(2526) ORDER BY depth';
