@@ -10,7 +10,10 @@ import { settingsFor, type BenchCase } from './cases.ts';
  * its final counts): rows and bytes read, the engine's elapsed time, peak memory.
  */
 export interface EngineFigures {
-  /** q0: the first query (the search's count, or the one query of a summary/aggregation); q1: the search page. */
+  /**
+   * q<i>: the case's i-th query in the order the service sends it (a search: the early page, the
+   * count, then the pages of the windows read beside or after the count; summary/aggregation: q0).
+   */
   query: string;
   read_rows: number;
   read_mib: number;
@@ -21,7 +24,9 @@ export interface EngineFigures {
 
 export async function engineFigures(client: ClickHouseClient, c: BenchCase, variant: number): Promise<EngineFigures[]> {
   const out: EngineFigures[] = [];
+  let sent = 0;
   await c.direct(async <T>(q: CompiledQuery) => {
+    const query = `q${sent++}`;
     const rs = await client.query({
       query: q.sql,
       query_params: { ...q.params },
@@ -33,7 +38,7 @@ export async function engineFigures(client: ClickHouseClient, c: BenchCase, vari
     const s = JSON.parse(Array.isArray(raw) ? raw[0] : (raw ?? '{}')) as Record<string, string>;
     const n = (k: string) => Number(s[k] ?? NaN);
     out.push({
-      query: `q${out.length}`,
+      query,
       read_rows: n('read_rows'),
       read_mib: Math.round((n('read_bytes') / 2 ** 20) * 10) / 10,
       result_rows: n('result_rows'),
@@ -42,5 +47,5 @@ export async function engineFigures(client: ClickHouseClient, c: BenchCase, vari
     });
     return rows;
   }, variant);
-  return out;
+  return out.sort((a, b) => Number(a.query.slice(1)) - Number(b.query.slice(1)));
 }

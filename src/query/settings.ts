@@ -22,3 +22,21 @@ export const READ_SETTINGS: ClickHouseSettings = Object.freeze({
   max_memory_usage: '2147483648',
   enable_shared_storage_snapshot_in_query: 1,
 });
+
+/**
+ * The engine's JIT compilation of expressions off, for the interactive reads of the query language
+ * (survey responses and events: search, summary, aggregation).
+ *
+ * Why: the engine compiles an expression (a filter, a bucket key, an aggregate) once it has met it
+ * `min_count_to_compile_expression` times, synchronously, inside the query that reaches the count,
+ * before that query reads anything. A read asked again with a moving range meets its expressions a
+ * few times, so one of its first runs pays for the compilation on one of the two shared cores, and
+ * the compiled form gave these reads no measured gain afterwards (bench/query/README.md,
+ * bench/events/README.md). Interpreted expressions over the engine's column blocks cost the same
+ * every run.
+ */
+export const NO_JIT_SETTINGS: ClickHouseSettings = Object.freeze({
+  compile_expressions: 0,
+  compile_aggregate_expressions: 0,
+  compile_sort_description: 0,
+});

@@ -8,9 +8,10 @@
  * (aggregation-periods.ts), and the whole request is cached as one entry (result-cache.ts), so an answer always comes from
  * one run.
  */
-import type { ClickHouseClient } from '@clickhouse/client';
+import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import type { RunQuery } from '../clickhouse/sql.ts';
 import { RANKED_BUCKETS_SETTINGS } from '../query/ranked-buckets.ts';
+import { NO_JIT_SETTINGS } from '../query/settings.ts';
 import { cachedRequest } from '../query/request-cache.ts';
 import { isClusterClient } from '../clickhouse/database.ts';
 import { invalid } from '../errors.ts';
@@ -107,13 +108,16 @@ export function shapeAggregationRequest(request: AggregationRequest, rows: Reque
   return main;
 }
 
+/** The ranked buckets' settings (the result bound) without the engine's JIT compilation (src/query/settings.ts). */
+const AGGREGATION_SETTINGS: ClickHouseSettings = Object.freeze({ ...RANKED_BUCKETS_SETTINGS, ...NO_JIT_SETTINGS });
+
 /** SEARCH /1.0/survey/<survey_ids>/response/aggregation, for a parsed selection and request. */
 export async function aggregate(client: ClickHouseClient, selection: ResponseSelection, request: AggregationRequest, options: ReadOptions = {}): Promise<{ result: AggregationResult; watermark: number }> {
   const started = performance.now();
   // Cached as a whole request (src/query/request-cache.ts): the bounds, pending marks and releases
   // it read are those its rows were computed with. They are read without any cache; the grouped
   // queries may use the engine's 3 s query cache (their SQL carries both).
-  const { value: rows, at } = await cachedRequest(client, 'aggregation', [selection, request, options], RANKED_BUCKETS_SETTINGS, ({ run, fresh }) =>
+  const { value: rows, at } = await cachedRequest(client, 'aggregation', [selection, request, options], AGGREGATION_SETTINGS, ({ run, fresh }) =>
     runAggregationRequest(run, selection, request, { ...options, fresh, marksFirst: isClusterClient(client) }));
   return { result: shapeAggregationRequest(request, rows, Math.round(performance.now() - started)), watermark: at };
 }

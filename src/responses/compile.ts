@@ -12,12 +12,15 @@ import { scalarAsNumber, textBeforeAfterSql } from '../query/filter-args.ts';
 import type { FilterNode, SelectionBody, Scalar } from './filters.ts';
 import { pageWindowAnchor, smallestWindowHolding, windowCountColumns, windowStartsBefore } from '../query/page-windows.ts';
 import { compileSelectionWhere } from '../query/selection.ts';
-import { READ_SETTINGS } from '../query/settings.ts';
+import { NO_JIT_SETTINGS, READ_SETTINGS } from '../query/settings.ts';
 import { answerFilterSql } from './answer-filter.ts';
 import { STORED_COLUMNS_SQL } from './stored-doc.ts';
 
-/** Resource limits of every survey-response query: the query language's read limits (src/query/settings.ts). */
-export const QUERY_SETTINGS: ClickHouseSettings = READ_SETTINGS;
+/**
+ * Settings of every survey-response query: the query language's read limits, with the engine's JIT
+ * compilation of expressions off (both src/query/settings.ts).
+ */
+export const QUERY_SETTINGS: ClickHouseSettings = Object.freeze({ ...READ_SETTINGS, ...NO_JIT_SETTINGS });
 
 export interface ResponseSelection {
   orgId: string;

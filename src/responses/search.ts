@@ -30,7 +30,8 @@ type PageRow = StoredColumns & { c: string; i: string };
 
 /**
  * The count first (with the window counts), then the page from the smallest window that holds it
- * (see compile.ts); the page query is skipped when there is nothing to show (`size` 0, or `offset`
+ * (see compile.ts), unless a window read beside the count already holds it (earlyPage,
+ * pagesBesideCount); the page query is skipped when there is nothing to show (`size` 0, or `offset`
  * past the total). Not one query with `count() OVER ()`: every matching row, doc included, would
  * travel to the window before LIMIT; nor the whole-range page beside the count, which sorts every
  * match (bench/query/README.md, "Figures behind the schema and the code").
@@ -39,7 +40,9 @@ type PageRow = StoredColumns & { c: string; i: string };
  * channel_id) and there is no cursor, the total comes from the rollups instead (searchFromRollup).
  */
 export async function runSearch(run: RunQuery, input: SearchInput, options: ReadOptions = {}): Promise<{ total: number; docs: PageRow[]; more: boolean }> {
-  const early = earlyPage(run, input);
+  // The window counts only serve to pick the page's window: none without a page.
+  const windows = input.size > 0 ? pageWindowStarts(input.range?.end, Date.now(), input.after) : [];
+  const early = earlyPage(run, input, windows);
   if (!input.after && options.rollups !== false && filtersServable(input)) {
     const found = await runWithPending<RollupCountRow>(run, options.fresh ?? run, input.orgId, (pending) => {
       const window = rollupCover(input.range, pending, 'month');
@@ -48,9 +51,11 @@ export async function runSearch(run: RunQuery, input: SearchInput, options: Read
     const complete = found && completeRows(found);
     if (complete) return searchFromRollup(run, input, complete[0], early);
   }
-  // The window counts only serve to pick the page's window: none without a page.
-  const windows = input.size > 0 ? pageWindowStarts(input.range?.end, Date.now(), input.after) : [];
-  const [found] = await run<SearchCountRow>(compileSearchCount(input, windows, input.after));
+  let counting = true;
+  const tries = pagesBesideCount(run, input, windows, early, () => counting);
+  const [found] = await run<SearchCountRow>(compileSearchCount(input, windows, input.after)).finally(() => {
+    counting = false;
+  });
   const total = Number(found?.total ?? 0);
   // The matches the page is taken from: all of them, or those after the cursor.
   const available = input.after ? Number(found?.after_total ?? 0) : total;
@@ -59,6 +64,8 @@ export async function runSearch(run: RunQuery, input: SearchInput, options: Read
   if (page) return { total, docs: page, more: input.offset + page.length < available };
   const counts = { ...found, total: available } as SearchCountRow;
   const start = pageWindowStart(counts, windows, input.offset, input.size);
+  const tried = start === undefined ? undefined : await triedHolding(tries, windows.indexOf(start));
+  if (tried) return { total, docs: tried, more: input.offset + tried.length < available };
   const noneInWindows = start === undefined && Number(counts[`w${windows.length - 1}`] ?? 0) === 0;
   const newest = noneInWindows && counts.newest !== undefined ? (parseInstantMicros(counts.newest) ?? undefined) : undefined;
   const docs = newest !== undefined ? await pageFromWindows(run, input, available, windowStartsBefore(newest)) : await run<PageRow>(compileSearchPage(input, input.size, input.offset, start, input.after));
@@ -108,10 +115,45 @@ export function compileRollupCount(selection: ResponseSelection, window: RollupC
  * whether it holds the page (`holding`), not which window to read. A failed early read is
  * dropped (the page is read again after the count).
  */
-function earlyPage(run: RunQuery, input: SearchInput): Promise<PageRow[] | undefined> | undefined {
-  if (input.size === 0) return undefined;
-  const [smallest] = pageWindowStarts(input.range?.end, Date.now(), input.after);
-  return run<PageRow>(compileSearchPage(input, input.size, input.offset, smallest, input.after)).catch(() => undefined);
+function earlyPage(run: RunQuery, input: SearchInput, windows: readonly string[]): Promise<PageRow[] | undefined> | undefined {
+  if (input.size === 0 || windows.length === 0) return undefined;
+  return run<PageRow>(compileSearchPage(input, input.size, input.offset, windows[0], input.after)).catch(() => undefined);
+}
+
+/** The page windows read beside a raw count: the hour (the early page), then the day. */
+const WINDOWS_BESIDE_COUNT = 2;
+
+/**
+ * The page from the next windows, read while a count over the raw rows runs: when the early page
+ * (the smallest window) came back short and the count is still running, the next window's page
+ * is read beside it, so that the page the count picks is often already read when it returns
+ * rather than a round trip after it. Entry i is the page of window i (undefined: not read, or it
+ * failed). A window is only started while the count runs, and no larger than WINDOWS_BESIDE_COUNT:
+ * a short page there means few matches, which the count's window counts place better than a
+ * larger guess.
+ */
+function pagesBesideCount(run: RunQuery, input: SearchInput, windows: readonly string[], early: Promise<PageRow[] | undefined> | undefined, counting: () => boolean): (Promise<PageRow[] | undefined> | undefined)[] {
+  const tries = [early];
+  void (async () => {
+    for (let i = 1; i < Math.min(windows.length, WINDOWS_BESIDE_COUNT); i++) {
+      const rows = await tries[i - 1];
+      if (!rows || rows.length === input.size || !counting()) return;
+      tries[i] = run<PageRow>(compileSearchPage(input, input.size, input.offset, windows[i], input.after)).catch(() => undefined);
+    }
+  })();
+  return tries;
+}
+
+/**
+ * The page of a window read beside the count that holds it: window `smallest` (the smallest
+ * holding the page, by the count) or a larger one, all of whose pages are the same.
+ */
+async function triedHolding(tries: readonly (Promise<PageRow[] | undefined> | undefined)[], smallest: number): Promise<PageRow[] | undefined> {
+  for (let i = Math.max(smallest, 0); smallest >= 0 && i < tries.length; i++) {
+    const rows = await tries[i];
+    if (rows) return rows;
+  }
+  return undefined;
 }
 
 /**

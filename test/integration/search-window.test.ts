@@ -60,6 +60,36 @@ describe('search: pages read from the smallest window that holds them', function
     });
   }
 
+  it('a filter the rollups do not answer (a segment): the count reads the rows, the windows beside it, the same pages', async () => {
+    // The count then reads the raw rows, and the hour's and the day's pages are read beside it
+    // (search.ts pagesBesideCount): a page is taken from them only when the count says they hold it.
+    const org = randomUUID();
+    const segment = randomUUID();
+    const other = randomUUID();
+    const rows = ages.map((age, i) => ({ id: randomUUID(), created: new Date(now - age - i).toISOString().replace('Z', '000Z'), group: i % 3 === 2 ? other : segment }));
+    const matching = rows.filter((r) => r.group === segment).sort((a, b) => (a.created < b.created ? 1 : a.created > b.created ? -1 : a.id < b.id ? 1 : -1));
+    const orgToken = await svc.token(['responses:read', 'responses:write'], org);
+    const body = rows.map((r) => ({
+      id: r.id, doc_type: 'response', org_id: org, channel_id: survey, respondent_id: survey, respondent_aliases: [],
+      survey_id: survey, scenario_id: survey, language: 'en', locale: 'en-US',
+      question_id_path: 'q', question_correlation_id_path: 'qc', action_id_path: 'a', action_correlation_id_path: 'ac',
+      group_ids: [r.group], hidden_fields: [], emotions: { fear: null, sadness: null, anger: null, joy: null }, answers: [],
+      completion: 'not_started', active: true, end_reason: '', ended_at: '', created_at: r.created, updated_at: r.created, last_answer_at: '',
+    }));
+    expect((await svc.request('POST', '/1.0/survey/response', { token: orgToken, body })).status).to.equal(200);
+    const filters = [{ type: 'response', key: 'respondent_segments', operator: 'eq', value: segment }];
+    const end = new Date(now - 3 * DAY).toISOString().replace('Z', '000Z');
+    const past = matching.filter((r) => r.created <= end);
+    for (const [offset, size] of [[0, 1], [0, 3], [2, 3], [0, 5], [4, 4], [0, 12], [10, 15], [30, 10], [0, 1000]]) {
+      for (const [range, expected] of [[undefined, matching], [{ end }, past]] as const) {
+        const res = await svc.request('SEARCH', `/1.0/survey/${survey}/response`, { token: orgToken, body: { offset, size, filters, ...(range ? { range } : {}) } });
+        expect(res.status, JSON.stringify(res.body)).to.equal(200);
+        expect(res.body.hits.total.value).to.equal(expected.length);
+        expect(res.body.hits.responses.map((r: { id: string }) => r.id), `offset ${offset} size ${size} range ${JSON.stringify(range)}`).to.deep.equal(expected.slice(offset, offset + size).map((r) => r.id));
+      }
+    }
+  });
+
   it('an org whose responses all stopped over a year ago: windows before its newest response, the same pages', async () => {
     // Every match is older than the largest window before now: the page windows start from the
     // newest match instead (search.ts pageFromWindows), trying 1 hour, 1 day, 7, 30, 365 days.

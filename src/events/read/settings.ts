@@ -13,13 +13,7 @@
  */
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { RANKED_BUCKETS_SETTINGS } from '../../query/ranked-buckets.ts';
-import { READ_SETTINGS } from '../../query/settings.ts';
-
-const NO_JIT: ClickHouseSettings = Object.freeze({
-  compile_expressions: 0,
-  compile_aggregate_expressions: 0,
-  compile_sort_description: 0,
-});
+import { NO_JIT_SETTINGS as NO_JIT, READ_SETTINGS } from '../../query/settings.ts';
 
 /** The event search's queries (the count, the pages). */
 export const EVENT_SEARCH_SETTINGS: ClickHouseSettings = Object.freeze({ ...READ_SETTINGS, ...NO_JIT });
