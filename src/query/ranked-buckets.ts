@@ -117,6 +117,9 @@ export function compileRankedBuckets(spec: RankedBucketsSpec): string {
   );
 }
 
+/** The columns of rankOneLevel's rows without metrics. */
+export const ONE_LEVEL_COLUMNS: readonly string[] = Object.freeze(['depth', 'k1', 'doc_count', 'level_total']);
+
 /**
  * The ranked buckets of ONE level over rows already grouped into its buckets: `grouped` has
  * columns k1, depth (0: everything in selection, one row; 1: a bucket of the level) and doc_count

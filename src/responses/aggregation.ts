@@ -52,11 +52,12 @@ import {
   type GroupByRule,
 } from './group-by.ts';
 import { parseInstantMicros, planSeries, type HistogramPlan } from '../query/histogram.ts';
-import { checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, otherDocCounts, rankOneLevel, tooManyBuckets } from '../query/ranked-buckets.ts';
+import { ONE_LEVEL_COLUMNS, checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, otherDocCounts, rankOneLevel, tooManyBuckets } from '../query/ranked-buckets.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
 import { filtersServable, groupsFromTotals, rollupAnswerLevelSql, rollupAnswersSql, rollupGroupsSql, rollupTotalsWithAnswersSql, type GroupColumn } from './rollups/groups.ts';
 import { grainOf, rollupCover, rulesServable, runWithPending, type Pending, type ReadOptions, type RollupCover } from './rollups/read.ts';
+import type { NamedRead } from './rollups/pending.ts';
 import type { Span } from './rollups/slices.ts';
 
 export { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
@@ -145,11 +146,12 @@ export type AggregationRow = BucketRow;
  */
 export function compileAggregation(
   selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupCover, metrics: readonly MetricName[] = [],
-): CompiledQuery {
+): NamedRead {
   const bag = new ParamBag();
   if (rollup) {
     const one = oneAnswerLevelSql(selection, rules, rollup, bag, metrics);
-    if (one !== undefined) return compiled(one, bag);
+    // Its columns named: the pending set rides beside it in a UNION ALL (rollups/pending.ts checkedSql).
+    if (one !== undefined) return Object.freeze({ ...compiled(one, bag), columns: ONE_LEVEL_COLUMNS });
     const { fromTotals, ...weighted } = weightedSource(selection, rules, plans, rollup, bag, metrics);
     const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
     // Rollup-served metrics have no multi-valued level (metricsServable): every row counts in full.
