@@ -156,7 +156,12 @@ export function compileAggregation(
     const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
     // Rollup-served metrics have no multi-valued level (metricsServable): every row counts in full.
     const ranked = compileRankedBuckets({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit, bounded: boundedLevels(rules) });
-    return compiled(`SELECT *${answersCompleteColumn(selection, rollup, bag, fromTotals)} FROM (${ranked})`, bag);
+    const check = answersCompleteColumn(selection, rollup, bag, fromTotals);
+    const q = compiled(`SELECT *${check} FROM (${ranked})`, bag);
+    if (metrics.length > 0) return q;
+    // Without metrics every column is a number, a key or a flag: named, so the pending set rides
+    // beside the read in a UNION ALL (rollups/pending.ts checkedSql).
+    return Object.freeze({ ...q, columns: ['depth', ...rules.map((_, i) => `k${i + 1}`), 'doc_count', 'other_doc_count', ...(check ? ['answers_complete'] : [])] });
   }
   const source = fromSelection(selection, bag);
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
