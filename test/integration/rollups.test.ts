@@ -7,6 +7,7 @@ import { QUERY_SETTINGS, selectionOf, type ResponseSelection } from '../../src/r
 import { filterSchema, type FilterNode } from '../../src/responses/filters.ts';
 import { groupByRuleSchema, type GroupByRule } from '../../src/responses/group-by.ts';
 import { rebuildOrg } from '../../src/responses/rollups/maintain.ts';
+import { MAX_MARK_ROWS } from '../../src/responses/rollups/pending.ts';
 import { runSearch } from '../../src/responses/search.ts';
 import { runSummary } from '../../src/responses/summary.ts';
 import { seedResponses } from '../../src/seed/responses.ts';
@@ -360,6 +361,22 @@ describe('rollups: the same answers as the raw table (property tests, real engin
     // An hour marked pending (as a write in flight leaves it): that hour from the rows.
     await svc.client.insert({ table: 'survey_rollup_pending', values: [{ org_id: orgId, survey_id: survey, hour: db(iso(BASE + 2n * HOUR)), pending: 1 }], format: 'JSONEachRow' });
     await check('pending hour');
+    // More mark rows than the read's UNION ALL carries (rollups/pending.ts MAX_MARK_ROWS: rows of
+    // marks not merged yet, here +1 and -1 of many other hours): the set is read first, on its
+    // own, summed by the engine; the answers stay the raw table's.
+    const hours = Array.from({ length: MAX_MARK_ROWS / 2 }, (_, i) => db(iso(BASE + 60n * DAY + BigInt(i) * HOUR)));
+    // No merge may sum them away meanwhile.
+    await svc.client.command({ query: 'SYSTEM STOP MERGES survey_rollup_pending' });
+    try {
+      for (const pending of [1, -1]) {
+        await svc.client.insert({ table: 'survey_rollup_pending', values: hours.map((hour) => ({ org_id: orgId, survey_id: survey, hour, pending })), format: 'JSONEachRow', clickhouse_settings: { insert_deduplicate: 0 } });
+      }
+      queries = 0;
+      await check('many mark rows');
+      expect(queries, 'each rollup read: the marks in the UNION ALL, then the set on its own, then the read').to.be.greaterThan(3 * ranges.length);
+    } finally {
+      await svc.client.command({ query: 'SYSTEM START MERGES survey_rollup_pending' });
+    }
   });
 
   it('slice rows stored before schema/050 (no totals in their parts) answer the same: the totals are computed from their arrays when read', async () => {
