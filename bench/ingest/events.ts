@@ -9,6 +9,8 @@
  * Prompts are 200..3,000 characters, responses 500..8,000: a 100-event batch is ~45 KB of JSON.
  */
 
+import { AGENTS, EVENT_LOCALES as LOCALES, PLANS, SCREENS, SECTIONS, SOURCES, TRACK_NAMES, ZONES } from '../../src/seed/event-vocabulary.ts';
+
 export interface GeneratorOptions {
   seed?: number;
   /** Events per batch (the endpoint takes 1..100). */
@@ -34,20 +36,6 @@ export function rng(seed: number): () => number {
   };
 }
 
-const TRACK_NAMES = [
-  'login', 'logout', 'signup', 'feature_used', 'search_performed', 'item_viewed', 'item_added_to_cart',
-  'checkout_started', 'checkout_completed', 'invite_sent', 'report_exported', 'dashboard_viewed',
-  'filter_applied', 'file_uploaded', 'comment_posted', 'subscription_upgraded', 'subscription_cancelled',
-  'notification_clicked', 'onboarding_step_completed', 'integration_connected', 'api_key_created',
-  'workspace_created', 'project_archived', 'settings_changed', 'trial_started',
-];
-const SECTIONS = ['dashboard', 'projects', 'reports', 'settings', 'billing', 'docs', 'pricing', 'blog', 'integrations', 'team'];
-const SCREENS = ['Home', 'Inbox', 'ProjectList', 'ProjectDetail', 'Settings', 'Profile', 'Search', 'Checkout'];
-const PLANS = ['free', 'starter', 'pro', 'business', 'enterprise'];
-const LOCALES = ['en-US', 'en-GB', 'de-DE', 'fr-FR', 'es-ES', 'pt-BR', 'ja-JP', 'nl-NL'];
-const ZONES = ['Europe/Paris', 'Europe/Berlin', 'America/New_York', 'America/Los_Angeles', 'Asia/Tokyo', 'Europe/London', 'America/Sao_Paulo'];
-const SOURCES = ['google', 'newsletter', 'twitter', 'linkedin', 'direct', 'partner'];
-const AGENTS = ['support-assistant', 'sql-copilot', 'docs-helper'];
 const WORDS = (
   'the a to of and in is it for on with as this that by be are from at or an have not can will your you we our ' +
   'report dashboard query customer account invoice export filter chart metric revenue churn cohort segment ' +

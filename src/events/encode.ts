@@ -12,12 +12,12 @@
  * rows are the rows toEventRows makes of the schema's output.
  */
 import { randomFillSync } from 'node:crypto';
-import { md5 } from 'js-md5';
 import { parse as parseUuid, stringify as stringifyUuid } from 'uuid';
 import { claimKey, type ClaimKey } from '../claims/claims.ts';
 import { charCount } from '../chars.ts';
 import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { parseIsoMillis } from '../time/iso.ts';
+import { md5Into, Md5Prefix } from './md5.ts';
 import { groupIdBytes, MAX_EVENT_AGE_MS, userNameId } from './rows.ts';
 import { COPILOT_EVENT_NAMES, MAX_CHARS, MAX_EVENTS_PER_REQUEST, MAX_PROPERTIES_BYTES, parseEventBatch, type ParsedEvent } from './schema.ts';
 
@@ -188,7 +188,7 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
   }
   const w = scratch;
   w.reset();
-  const keyPrefix = orgId.toLowerCase() + ':';
+  const keyPrefix = new Md5Prefix(orgId.toLowerCase() + ':');
   const offsets = new Uint32Array(n + 1);
   let keys: Buffer | undefined;
   const users = new Array<string | undefined>(n).fill(undefined);
@@ -227,12 +227,11 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     w.string(messageId);
     if (messageId === '') w.bytes(NO_KEY);
     else {
-      // messageKey(orgId, messageId), its prefix lower-cased once per request; the JS digest
-      // writes into the chunk's key buffer with no per-key object of the crypto binding.
-      const digest = md5.array(keyPrefix + messageId);
+      // messageKey(orgId, messageId), its prefix lower-cased and laid out once per request; the
+      // digest is written straight into the chunk's key buffer (md5.ts).
       keys ??= Buffer.alloc(16 * n);
       const at = 16 * seq;
-      for (let i = 0; i < 16; i++) keys[at + i] = digest[i];
+      md5Into(keyPrefix, messageId, keys, at);
       w.bytes(keys, at, at + 16);
     }
 

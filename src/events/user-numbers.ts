@@ -60,6 +60,7 @@ import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { orgsCondition, TenantOrg } from '../clickhouse/tenant.ts';
 import { unavailable } from '../errors.ts';
+import { PARTS_LIST_SETTINGS } from '../claims/claims.ts';
 import type { EventChunk } from './encode.ts';
 
 export const USER_NUMBERS_TABLE = 'event_user_numbers';
@@ -322,6 +323,7 @@ export class UserNumbers {
               WHERE database = currentDatabase() AND table = {t:String} AND active AND max_block_number > {w:UInt64}`,
       query_params: { t: USER_NUMBERS_TABLE, w: this.watermark.toString() },
       format: 'JSONEachRow',
+      clickhouse_settings: PARTS_LIST_SETTINGS,
     });
     const parts = await rs.json<{ level: number; lo: string; hi: string }>();
     if (parts.length !== 1 || Number(parts[0].level) !== 0 || parts[0].lo !== parts[0].hi) return false;

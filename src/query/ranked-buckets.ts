@@ -117,6 +117,48 @@ export function compileRankedBuckets(spec: RankedBucketsSpec): string {
   );
 }
 
+/** The columns of rankOneLevel's rows without metrics. */
+export const ONE_LEVEL_COLUMNS: readonly string[] = Object.freeze(['depth', 'k1', 'doc_count', 'level_total']);
+
+/**
+ * The ranked buckets of ONE level over rows already grouped into its buckets: `grouped` has
+ * columns k1, depth (0: everything in selection, one row; 1: a bucket of the level) and doc_count
+ * (plus `metricNames`), with no row whose doc_count is 0 or (at depth 1) whose key is NULL. Keeps
+ * the `limit` largest buckets (ties by toString(k1), as compileRankedBuckets ranks them) with one
+ * `LIMIT ... BY depth` instead of compileRankedBuckets' three window passes, and carries on each
+ * row `level_total`, the summed doc_count of its depth: otherDocCounts turns that into
+ * `other_doc_count` (the level total less the kept buckets' counts) once the rows are read.
+ * The same rows as compileRankedBuckets over the same buckets; each pass costs the engine's
+ * planning (bench/query/README.md, "2026-11-27: the answer buckets in one grouping").
+ */
+export function rankOneLevel(grouped: string, limit: string, metricNames: readonly string[] = []): string {
+  const metricPass = metricNames.map((m) => `, ${m}`).join('');
+  return (
+    `SELECT depth, k1, doc_count, sum(doc_count) OVER (PARTITION BY depth) AS level_total${metricPass} ` +
+    `FROM (${grouped}) ORDER BY depth, doc_count DESC, toString(k1) ASC LIMIT ${limit} BY depth`
+  );
+}
+
+/**
+ * Rows of rankOneLevel -> rows as compileRankedBuckets returns them: `other_doc_count` on every
+ * bucket row is its level's total less the counts of the buckets kept (0 at depth 0), and
+ * `level_total` is dropped. Rows without `level_total` pass unchanged.
+ */
+export function otherDocCounts<R extends { depth: number | string; doc_count: number | string }>(rows: readonly R[]): (Omit<R, 'level_total'> & { other_doc_count: number | string })[] {
+  if (!rows.some((r) => 'level_total' in r)) return rows as unknown as (Omit<R, 'level_total'> & { other_doc_count: number | string })[];
+  let kept = 0;
+  let total = 0;
+  for (const r of rows) {
+    if (Number(r.depth) !== 1) continue;
+    kept += Number(r.doc_count);
+    total = Number((r as unknown as { level_total: number | string }).level_total);
+  }
+  return rows.map((r) => {
+    const { level_total: _total, ...rest } = r as R & { level_total?: unknown };
+    return { ...rest, other_doc_count: Number(r.depth) === 1 ? total - kept : 0 };
+  });
+}
+
 /**
  * count() is exact when each record is one row. A multi-valued level (arrayJoin, multi-valued.ts)
  * repeats the record, once per value of that level times the values of the other multi-valued

@@ -43,6 +43,7 @@ import {
 import {
   DATE_FIELD_COLUMNS,
   MAX_TERMS_BUCKETS,
+  answerValuesSql,
   groupBySchema,
   isMultiValued,
   levelKeySql,
@@ -51,11 +52,12 @@ import {
   type GroupByRule,
 } from './group-by.ts';
 import { parseInstantMicros, planSeries, type HistogramPlan } from '../query/histogram.ts';
-import { checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, tooManyBuckets } from '../query/ranked-buckets.ts';
+import { ONE_LEVEL_COLUMNS, checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, otherDocCounts, rankOneLevel, tooManyBuckets } from '../query/ranked-buckets.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
-import { filtersServable, groupsFromTotals, rollupAnswersSql, rollupGroupsSql, rollupTotalsWithAnswersSql, type GroupColumn } from './rollups/groups.ts';
+import { filtersServable, groupsFromTotals, rollupAnswerLevelSql, rollupAnswersSql, rollupGroupsSql, rollupTotalsWithAnswersSql, type GroupColumn } from './rollups/groups.ts';
 import { grainOf, rollupCover, rulesServable, runWithPending, type Pending, type ReadOptions, type RollupCover } from './rollups/read.ts';
+import type { NamedRead } from './rollups/pending.ts';
 import type { Span } from './rollups/slices.ts';
 
 export { MAX_RESPONSE_BUCKETS } from '../query/ranked-buckets.ts';
@@ -144,14 +146,22 @@ export type AggregationRow = BucketRow;
  */
 export function compileAggregation(
   selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup?: RollupCover, metrics: readonly MetricName[] = [],
-): CompiledQuery {
+): NamedRead {
   const bag = new ParamBag();
   if (rollup) {
+    const one = oneAnswerLevelSql(selection, rules, rollup, bag, metrics);
+    // Its columns named: the pending set rides beside it in a UNION ALL (rollups/pending.ts checkedSql).
+    if (one !== undefined) return Object.freeze({ ...compiled(one, bag), columns: ONE_LEVEL_COLUMNS });
     const { fromTotals, ...weighted } = weightedSource(selection, rules, plans, rollup, bag, metrics);
     const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
     // Rollup-served metrics have no multi-valued level (metricsServable): every row counts in full.
     const ranked = compileRankedBuckets({ ...weighted, metrics: metricAggregates(metrics, WEIGHTED_METRIC_ROW, []), limit, bounded: boundedLevels(rules) });
-    return compiled(`SELECT *${answersCompleteColumn(selection, rollup, bag, fromTotals)} FROM (${ranked})`, bag);
+    const check = answersCompleteColumn(selection, rollup, bag, fromTotals);
+    const q = compiled(`SELECT *${check} FROM (${ranked})`, bag);
+    if (metrics.length > 0) return q;
+    // Without metrics every column is a number, a key or a flag: named, so the pending set rides
+    // beside the read in a UNION ALL (rollups/pending.ts checkedSql).
+    return Object.freeze({ ...q, columns: ['depth', ...rules.map((_, i) => `k${i + 1}`), 'doc_count', 'other_doc_count', ...(check ? ['answers_complete'] : [])] });
   }
   const source = fromSelection(selection, bag);
   const keys = rules.map((rule, i) => levelKeySql(rule, plans[i], bag, i + 1));
@@ -232,6 +242,35 @@ function weightedSource(
     count: uniform ? 'sum(w0)' : `multiIf(${depths.slice(0, -1).map((d) => `depth = ${d}, sum(w${d})`).join(', ')}, sum(w${n}))`,
     fromTotals,
   };
+}
+
+/**
+ * One `answer` level alone, rollup-served with neither a filter nor metrics (the answer buckets of
+ * one question): the buckets grouped in ONE plain GROUP BY, ranked by rankOneLevel; undefined for
+ * any other request. Every response stands for a row with a NULL answer plus a row per distinct
+ * value it gave, every slice for a NULL row with its response count (t_rows) plus a row per value
+ * with its count (q_*), so the NULL group is the whole selection (depth 0) and each other group a
+ * bucket (depth 1): the counts compileRankedBuckets' ROLLUP gives over weightedSource's rows,
+ * without its grouping sets, weight columns and window passes, which cost the engine planning
+ * time (bench/query/README.md, "2026-11-27: the answer buckets in one grouping"). The rows carry
+ * `level_total` instead of `other_doc_count` (otherDocCounts, after the read).
+ */
+function oneAnswerLevelSql(selection: ResponseSelection, rules: readonly GroupByRule[], rollup: RollupCover, bag: ParamBag, metrics: readonly MetricName[]): string | undefined {
+  const [rule] = rules;
+  if (rules.length !== 1 || rule.kind !== 'answer' || metrics.length > 0) return undefined;
+  const slices = rollupAnswerLevelSql(selection, rollup, rule.questionId, bag);
+  if (slices === undefined) return undefined;
+  const sources: string[] = [];
+  const raw = rawRowsSql(selection, bag, rollup);
+  if (raw !== undefined) {
+    const values = `CAST(arrayDistinct(${answerValuesSql(bag.add(rule.questionId, 'String'))}), 'Array(Nullable(String))')`;
+    sources.push(`SELECT arrayJoin(arrayPushFront(${values}, NULL)) AS answer_value, toUInt64(1) AS x_rows ${raw}`);
+  }
+  sources.push(slices);
+  const grouped =
+    `SELECT answer_value AS k1, toUInt8(answer_value IS NOT NULL) AS depth, sum(x_rows) AS doc_count ` +
+    `FROM (${sources.join(' UNION ALL ')}) GROUP BY answer_value HAVING doc_count > 0`;
+  return rankOneLevel(grouped, bag.add(MAX_TERMS_BUCKETS, 'UInt32'));
 }
 
 /** doc_count per depth (query/ranked-buckets.ts): the hidden_field and answer levels are multi-valued. */
@@ -340,5 +379,5 @@ export async function groupedRows(run: RunQuery, selection: ResponseSelection, r
   const compile = (pending: Pending) => compileAggregation(selection, rules, plans, rollupCover(selection.range, pending, grain) ?? undefined, metrics);
   const rows = (await runWithPending<AggregationRow>(run, options.fresh ?? run, selection.orgId, compile, options.marksFirst))!;
   // An answer filter's slices found incomplete: the raw table.
-  return checkedRows(selection, rows) ?? raw();
+  return otherDocCounts(checkedRows(selection, rows) ?? (await raw())) as AggregationRow[];
 }

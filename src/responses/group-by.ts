@@ -116,8 +116,13 @@ export function levelKeySql(rule: GroupByRule, plan: HistogramPlan | undefined, 
         level,
       );
     case 'answer':
-      return eachDistinctOrNull(`arrayFilter((v, q) -> q = ${bag.add(rule.questionId, 'String')}, ans_values, ans_question_ids)`, alias, level);
+      return eachDistinctOrNull(answerValuesSql(bag.add(rule.questionId, 'String')), alias, level);
   }
+}
+
+/** A response's values of one question (Array(String), repeats kept), given the question's placeholder. */
+export function answerValuesSql(questionPlaceholder: string): string {
+  return `arrayFilter((v, q) -> q = ${questionPlaceholder}, ans_values, ans_question_ids)`;
 }
 
 /**

@@ -18,24 +18,11 @@ import { TALLYHOUSE_ID_NAMESPACE } from '../events/rows.ts';
 import { NIL_UUID } from '../uuid.ts';
 import type { Database } from '../clickhouse/database.ts';
 import { numberStoredUsers } from '../events/user-number-backfill.ts';
+import { AGENTS, EVENT_LOCALES as LOCALES, PLANS, SCREENS, SECTIONS, SOURCES, TRACK_NAMES, ZONES } from './event-vocabulary.ts';
 
 export const EVENT_SEED_LIMITS = { min: 1, max: 1_000_000_000 } as const;
 
-const TRACK_NAMES = [
-  'login', 'logout', 'signup', 'feature_used', 'search_performed', 'item_viewed', 'item_added_to_cart',
-  'checkout_started', 'checkout_completed', 'invite_sent', 'report_exported', 'dashboard_viewed',
-  'filter_applied', 'file_uploaded', 'comment_posted', 'subscription_upgraded', 'subscription_cancelled',
-  'notification_clicked', 'onboarding_step_completed', 'integration_connected', 'api_key_created',
-  'workspace_created', 'project_archived', 'settings_changed', 'trial_started',
-];
-const SECTIONS = ['dashboard', 'projects', 'reports', 'settings', 'billing', 'docs', 'pricing', 'blog', 'integrations', 'team'];
-const SCREENS = ['Home', 'Inbox', 'ProjectList', 'ProjectDetail', 'Settings', 'Profile', 'Search', 'Checkout'];
-const PLANS = ['free', 'starter', 'pro', 'business', 'enterprise'];
-const LOCALES = ['en-US', 'en-GB', 'de-DE', 'fr-FR', 'es-ES', 'pt-BR', 'ja-JP', 'nl-NL'];
-const ZONES = ['Europe/Paris', 'Europe/Berlin', 'America/New_York', 'America/Los_Angeles', 'Asia/Tokyo', 'Europe/London', 'America/Sao_Paulo'];
-const SOURCES = ['google', 'newsletter', 'twitter', 'linkedin', 'direct', 'partner'];
 const COUNTRIES = ['FR', 'DE', 'US', 'GB', 'BR', 'JP', 'NL'];
-const AGENTS = ['support-assistant', 'sql-copilot', 'docs-helper'];
 const GROUP_TYPES = ['company', 'team', 'workspace'];
 const COPILOT = ['service_copilot_user_prompt', 'service_copilot_response', 'service_copilot_satisfaction', 'service_copilot_conversion'];
 const WORDS = (

@@ -52,6 +52,29 @@ describe('the pending set beside a rollup read, in one query', function () {
     expect(Number(row.n), 'the read was taken after the new slice row').to.equal(100);
   });
 
+  it('the same with the set as the first branch of a UNION ALL (a read that names its columns): the mark missed, the new slice row seen', async () => {
+    const orgId = randomUUID();
+    const survey = randomUUID();
+    await sliceRow(orgId, survey, 1);
+    const read = {
+      ...compiled(
+        'SELECT r.n AS n FROM (SELECT (SELECT sleep(2)) AS z) AS s CROSS JOIN ' +
+          "(SELECT toUInt64(sum(t_rows)) AS n FROM survey_rollup FINAL WHERE org_id = {org:UUID} AND span = 'hour') AS r",
+        { org: orgId },
+      ),
+      columns: ['n'],
+    };
+    const q = checkedSql(read, orgId);
+    expect(q.sql).to.match(/^\(SELECT 0 AS read_row, .* FROM survey_rollup_pending .*\) UNION ALL \(/);
+    const running = svc.client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: QUERY_SETTINGS }).then((rs) => rs.json<{ read_row: number; n: number | null }>());
+    await new Promise((r) => setTimeout(r, 700));
+    await svc.client.insert({ table: 'survey_rollup_pending', values: [{ org_id: orgId, survey_id: survey, hour, pending: 1 }], format: 'JSONEachRow' });
+    await sliceRow(orgId, survey, 100);
+    const rows = await running;
+    expect(rows.filter((r) => Number(r.read_row) === 0), 'the set was taken before the mark').to.deep.equal([]);
+    expect(rows.filter((r) => Number(r.read_row) === 1).map((r) => Number(r.n)), 'the read was taken after the new slice row').to.deep.equal([100]);
+  });
+
   it('a read compiled with a set that missed a mark is compiled again with the set its query carried: the pending slice is read raw', async () => {
     // An org with no response whose slice rows lie: its hour, day and month claim 100 responses.
     const orgId = randomUUID();

@@ -7,6 +7,7 @@ import { QUERY_SETTINGS, selectionOf, type ResponseSelection } from '../../src/r
 import { filterSchema, type FilterNode } from '../../src/responses/filters.ts';
 import { groupByRuleSchema, type GroupByRule } from '../../src/responses/group-by.ts';
 import { rebuildOrg } from '../../src/responses/rollups/maintain.ts';
+import { MAX_MARK_ROWS } from '../../src/responses/rollups/pending.ts';
 import { runSearch } from '../../src/responses/search.ts';
 import { runSummary } from '../../src/responses/summary.ts';
 import { seedResponses } from '../../src/seed/responses.ts';
@@ -303,6 +304,79 @@ describe('rollups: the same answers as the raw table (property tests, real engin
     ]);
     // Each request: its summary, its aggregation and its three searches, all from the rollups.
     expect(served).to.equal(10);
+  });
+
+  it('one answer level alone (the answer buckets of a question): more values than a level keeps, repeats, no answer, upserts, a pending hour: the rows of the raw table', async () => {
+    // Served by its own grouping (aggregation.ts oneAnswerLevelSql: no ROLLUP, the buckets cut by
+    // LIMIT BY, other_doc_count computed after the read): its rows must be the raw table's.
+    const orgId = randomUUID();
+    const survey = randomUUID();
+    const channel = randomUUID();
+    const token = await svc.token(['responses:write'], orgId);
+    // 130 values with skewed counts (ties too), 1-3 values a response (one repeated at times),
+    // every fifth response without the question; spread over 40 hours from BASE - 3 h.
+    const valueOf = (i: number, k: number) => `v${String(((i * 7 + k * 13) % 130) % (k === 0 ? 130 : 40)).padStart(3, '0')}`;
+    const record = (i: number, version: number) => {
+      const created = BASE - 3n * HOUR + BigInt(i % 40) * HOUR + BigInt(i) * 1000n;
+      const values = i % 5 === 0 ? [] : Array.from({ length: 1 + ((i + version) % 3) }, (_, k) => valueOf(i + version, k));
+      if (i % 11 === 0 && values.length) values.push(values[0]);
+      return {
+        id: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, survey_id: survey, channel_id: channel, respondent_id: randomUUID(), language: 'en',
+        completion: 'fully_completed', active: false, end_reason: 'completed', ended_at: iso(created + HOUR),
+        created_at: iso(created), updated_at: iso(BASE + 3n * DAY + BigInt(version)), last_answer_at: '', hidden_fields: [],
+        answers: values.map((value) => ({ t: 0, v_s: value, cta_type: 'single_choice', question_id: Q1, question_correlation_id: Q1 })),
+      };
+    };
+    const first = Array.from({ length: 400 }, (_, i) => record(i, 0));
+    expect((await svc.request('POST', '/1.0/survey/response', { token, body: first })).status).to.equal(200);
+    // Upserts: other values for a third of them.
+    const upserts = first.filter((_, i) => i % 3 === 0).map((_, j) => record(j * 3, 1));
+    expect((await svc.request('POST', '/1.0/survey/response', { token, body: upserts })).status).to.equal(200);
+    await svc.settle();
+
+    const rules = [v.parse(groupByRuleSchema, { field: 'answer', question_id: Q1 }) as GroupByRule];
+    const ranges: (undefined | { start: string; end: string })[] = [
+      undefined,
+      { start: iso(BASE - 2n * HOUR + 17n), end: iso(BASE + 30n * HOUR + 5n) }, // partial hours at both ends
+      { start: iso(BASE - 9n * DAY), end: iso(BASE + 2n * DAY) }, // whole days and hours
+      { start: iso(BASE + 50n * DAY), end: iso(BASE + 51n * DAY) }, // nothing in range
+    ];
+    const check = async (label: string) => {
+      for (const range of ranges) {
+        const scope = selectionOf(orgId, [survey], { filters_bool: 'AND', filters: [], range: range && { field: 'created_at', start: db(range.start), end: db(range.end) } });
+        served = 0;
+        const byRollup = await runAggregation(run, scope, rules);
+        expect(served, `${label}: served from the slices`).to.be.greaterThan(0);
+        const byRaw = await runAggregation(run, scope, rules, { rollups: false });
+        const sorted = (rows: unknown[]) => rows.map((r) => JSON.stringify(r)).sort();
+        expect(sorted(byRollup.rows), `${label} ${JSON.stringify(range)}`).to.deep.equal(sorted(byRaw.rows));
+        if (range === undefined) {
+          // More values than a level keeps: 100 buckets, the rest in other_doc_count.
+          expect(byRollup.rows.filter((r) => Number(r.depth) === 1)).to.have.length(100);
+          expect(Number(byRollup.rows.find((r) => Number(r.depth) === 1)!.other_doc_count)).to.be.greaterThan(0);
+        }
+      }
+    };
+    await check('settled');
+    // An hour marked pending (as a write in flight leaves it): that hour from the rows.
+    await svc.client.insert({ table: 'survey_rollup_pending', values: [{ org_id: orgId, survey_id: survey, hour: db(iso(BASE + 2n * HOUR)), pending: 1 }], format: 'JSONEachRow' });
+    await check('pending hour');
+    // More mark rows than the read's UNION ALL carries (rollups/pending.ts MAX_MARK_ROWS: rows of
+    // marks not merged yet, here +1 and -1 of many other hours): the set is read first, on its
+    // own, summed by the engine; the answers stay the raw table's.
+    const hours = Array.from({ length: MAX_MARK_ROWS / 2 }, (_, i) => db(iso(BASE + 60n * DAY + BigInt(i) * HOUR)));
+    // No merge may sum them away meanwhile.
+    await svc.client.command({ query: 'SYSTEM STOP MERGES survey_rollup_pending' });
+    try {
+      for (const pending of [1, -1]) {
+        await svc.client.insert({ table: 'survey_rollup_pending', values: hours.map((hour) => ({ org_id: orgId, survey_id: survey, hour, pending })), format: 'JSONEachRow', clickhouse_settings: { insert_deduplicate: 0 } });
+      }
+      queries = 0;
+      await check('many mark rows');
+      expect(queries, 'each rollup read: the marks in the UNION ALL, then the set on its own, then the read').to.be.greaterThan(3 * ranges.length);
+    } finally {
+      await svc.client.command({ query: 'SYSTEM START MERGES survey_rollup_pending' });
+    }
   });
 
   it('slice rows stored before schema/050 (no totals in their parts) answer the same: the totals are computed from their arrays when read', async () => {

@@ -95,10 +95,25 @@ export function rollupGroupsSql(selection: ResponseSelection, w: RollupCover, ba
  */
 export function rollupTotalsWithAnswersSql(selection: ResponseSelection, w: RollupCover, questionId: string, bag: ParamBag, columns: readonly GroupColumn[]): string | undefined {
   if (selection.filters.length > 0 || columns.length > 0) return undefined;
+  return `SELECT survey_id, start AS created_at, answer_value, x_rows ${totalsWithAnswersRowsSql(selection, w, questionId, bag)}`;
+}
+
+/** `FROM ... WHERE ...` of rollupTotalsWithAnswersSql: each slice row's arrays expanded to `answer_value`, `x_rows`. */
+function totalsWithAnswersRowsSql(selection: ResponseSelection, w: RollupCover, questionId: string, bag: ParamBag): string {
   const q = bag.add(questionId, 'String');
   const only = (column: string) => `arrayFilter((x, q) -> q = ${q}, ${column}, q_question_id)`;
   const arrays = `arrayPushFront(CAST(${only('q_value')}, 'Array(Nullable(String))'), NULL) AS answer_value, arrayPushFront(${only('q_responses')}, t_rows) AS x_rows`;
-  return `SELECT survey_id, start AS created_at, answer_value, x_rows ${rollupRowsSql(selection, w, bag, arrays)}`;
+  return rollupRowsSql(selection, w, bag, arrays);
+}
+
+/**
+ * rollupTotalsWithAnswersSql's rows as one aggregation level's weighted rows, without the slice
+ * keys: `answer_value` (NULL on the slice's own row) and `x_rows` as UInt64. Undefined when the
+ * totals do not serve them (a filter).
+ */
+export function rollupAnswerLevelSql(selection: ResponseSelection, w: RollupCover, questionId: string, bag: ParamBag): string | undefined {
+  if (selection.filters.length > 0) return undefined;
+  return `SELECT answer_value, toUInt64(x_rows) AS x_rows ${totalsWithAnswersRowsSql(selection, w, questionId, bag)}`;
 }
 
 /**

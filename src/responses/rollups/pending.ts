@@ -151,6 +151,15 @@ export function coversPending(guess: Pending, set: Pending): boolean {
   return set.slices.every((s) => names.has(sliceKey(s)));
 }
 
+/**
+ * A read that names its result columns, each of a type a NULL can stand in for (numbers, strings,
+ * enums, UUIDs: not an Array, Map or Tuple): checkedSql then carries the set as the first branch
+ * of a UNION ALL rather than through a join.
+ */
+export interface NamedRead extends CompiledQuery {
+  readonly columns?: readonly string[];
+}
+
 /** The columns checkedSql adds to each row of a read. */
 interface SetColumns {
   /** 1 on the read's rows; 0 on the one row that carries the set when the read has none. */
@@ -158,6 +167,21 @@ interface SetColumns {
   pending_surveys: string[];
   pending_hours: string[];
 }
+
+/** The columns of checkedSql's UNION ALL form: 0 and a mark row of the org's, or 1 and a row of the read. */
+interface MarkRowColumns {
+  read_row: number;
+  mark_survey: string;
+  mark_hour: string;
+  mark_pending: number | string;
+}
+
+/**
+ * Mark rows the UNION ALL form carries at most. survey_rollup_pending sums a slice's marks only
+ * when it merges, so a slice can have a row per write and per take-back until then; past this many
+ * rows the set is read first, on its own, summed by the engine (readPending).
+ */
+export const MAX_MARK_ROWS = 4 * (MAX_PENDING_SLICES + 1);
 
 /**
  * The read `q` with the org's pending set beside each of its rows, in ONE query:
@@ -171,7 +195,8 @@ interface SetColumns {
  * less. test/integration/pending-beside.test.ts holds the engine to that order (a scalar subquery
  * on the left that sleeps, inserts meanwhile: the left misses them, the right sees them).
  */
-export function checkedSql(q: CompiledQuery, orgId: string): CompiledQuery {
+export function checkedSql(q: NamedRead, orgId: string): CompiledQuery {
+  if (q.columns) return checkedUnionSql(q, q.columns, orgId);
   const bag = new ParamBag('marks');
   const set =
     `SELECT groupArray(${MAX_PENDING_SLICES + 1})(toString(survey_id)) AS pending_surveys, groupArray(${MAX_PENDING_SLICES + 1})(toString(hour)) AS pending_hours ` +
@@ -180,6 +205,41 @@ export function checkedSql(q: CompiledQuery, orgId: string): CompiledQuery {
     `SELECT read.*, marks.pending_surveys, marks.pending_hours FROM (${set}) AS marks LEFT JOIN (SELECT 1 AS read_row, * FROM (${q.sql})) AS read ON true`,
     { ...q.params, ...bag.toParams() },
   );
+}
+
+/**
+ * checkedSql for a read that names its columns: the org's mark rows, as stored (not summed), as the
+ * first branch of a UNION ALL, then the read's rows:
+ * `SELECT 0 AS read_row, <mark>, NULL AS <column>... FROM survey_rollup_pending WHERE org_id = ... LIMIT n
+ *  UNION ALL SELECT 1, '', '', 0, <column>... FROM (<q>)`.
+ * The same order as the join's: the first table expression of the query, its parts taken first
+ * (test/integration/pending-beside.test.ts holds the engine to both forms). Without the join and
+ * the set's two aggregations the engine plans ~3 ms less (bench/query/README.md, "2026-11-27: the
+ * answer buckets in one grouping"); the marks are summed per slice by markedSet.
+ */
+function checkedUnionSql(q: CompiledQuery, columns: readonly string[], orgId: string): CompiledQuery {
+  const bag = new ParamBag('marks');
+  const marks =
+    `SELECT 0 AS read_row, toString(survey_id) AS mark_survey, toString(hour) AS mark_hour, pending AS mark_pending${columns.map((c) => `, NULL AS ${c}`).join('')} ` +
+    `${new TenantOrg(orgId, bag).from('survey_rollup_pending')} LIMIT ${MAX_MARK_ROWS}`;
+  const read = `SELECT 1, '', '', 0${columns.map((c) => `, ${c}`).join('')} FROM (${q.sql})`;
+  return compiled(`(${marks}) UNION ALL (${read})`, { ...q.params, ...bag.toParams() });
+}
+
+/** The set of checkedUnionSql's mark rows (summed per slice; a slice whose marks sum to 0 is not pending); undefined when they reached MAX_MARK_ROWS. */
+function markedSet(rows: readonly MarkRowColumns[]): Pending | undefined {
+  const sums = new Map<string, { s: string; h: string; n: number }>();
+  let count = 0;
+  for (const r of rows) {
+    if (Number(r.read_row) !== 0) continue;
+    count++;
+    const key = `${r.mark_survey}/${r.mark_hour}`;
+    const entry = sums.get(key) ?? { s: r.mark_survey, h: r.mark_hour, n: 0 };
+    entry.n += Number(r.mark_pending);
+    sums.set(key, entry);
+  }
+  if (count >= MAX_MARK_ROWS) return undefined;
+  return pendingOf([...sums.values()].filter((e) => e.n !== 0));
 }
 
 /**
@@ -201,21 +261,40 @@ export function checkedSql(q: CompiledQuery, orgId: string): CompiledQuery {
  * `compile` returns null when the rollup cannot serve the request whatever is pending (the caller
  * then reads the raw table); returns the rows, or null.
  */
-export async function runWithPending<R>(run: RunQuery, fresh: RunQuery, orgId: string, compile: (pending: Pending) => CompiledQuery | null, marksFirst = false): Promise<R[] | null> {
+export async function runWithPending<R>(run: RunQuery, fresh: RunQuery, orgId: string, compile: (pending: Pending) => NamedRead | null, marksFirst = false): Promise<R[] | null> {
   const guess = marksFirst ? undefined : guessOf(orgId);
   if (guess) {
     const q = compile(guess);
     if (!q) return null;
-    const rows = await run<R & SetColumns>(checkedSql(q, orgId));
-    const { pending_surveys: surveys, pending_hours: hours } = rows[0];
-    const set = pendingOf(surveys.map((s, i) => ({ s, h: hours[i] })));
-    remember(orgId, set);
-    if (coversPending(guess, set)) return rows.filter((r) => Number(r.read_row) === 1).map(({ read_row: _r, pending_surveys: _s, pending_hours: _h, ...row }) => row as R);
-    const again = compile(set);
-    return again ? run<R>(again) : null;
+    if (q.columns) {
+      const rows = await run<R & MarkRowColumns>(checkedSql(q, orgId));
+      const set = markedSet(rows);
+      if (set) {
+        remember(orgId, set);
+        if (coversPending(guess, set)) {
+          return rows.filter((r) => Number(r.read_row) === 1).map(({ read_row: _r, mark_survey: _s, mark_hour: _h, mark_pending: _p, ...row }) => row as R);
+        }
+        const again = compile(set);
+        return again ? run<R>(again) : null;
+      }
+      // Too many mark rows to sum here: the set read first, on its own (below).
+    } else {
+      return checkedRead(run, orgId, compile, guess, q);
+    }
   }
   const set = await readPending(fresh, orgId);
   remember(orgId, set);
   const q = compile(set);
   return q ? run<R>(q) : null;
+}
+
+/** runWithPending's read through checkedSql's join form. */
+async function checkedRead<R>(run: RunQuery, orgId: string, compile: (pending: Pending) => CompiledQuery | null, guess: Pending, q: CompiledQuery): Promise<R[] | null> {
+  const rows = await run<R & SetColumns>(checkedSql(q, orgId));
+  const { pending_surveys: surveys, pending_hours: hours } = rows[0];
+  const set = pendingOf(surveys.map((s, i) => ({ s, h: hours[i] })));
+  remember(orgId, set);
+  if (coversPending(guess, set)) return rows.filter((r) => Number(r.read_row) === 1).map(({ read_row: _r, pending_surveys: _s, pending_hours: _h, ...row }) => row as R);
+  const again = compile(set);
+  return again ? run<R>(again) : null;
 }
