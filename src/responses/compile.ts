@@ -78,6 +78,24 @@ export function compileFilter(node: FilterNode, bag: ParamBag): string {
   return node.negate ? `NOT (${positive})` : positive;
 }
 
+/**
+ * A UUID's canonical text (toString(UUID)): what schema/261 leaves out of alias_texts, the aliases
+ * `a` with toString(toUUIDOrZero(a)) = a. A value this does not match is no such text.
+ */
+const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+export const isUuidText = (s: string): boolean => UUID_TEXT.test(s);
+
+/**
+ * Whether no UUID text contains `needle` for positionCaseInsensitiveUTF8: it holds an ASCII
+ * character other than 0-9, a-f, A-F and `-`. The function matches an ASCII needle character
+ * only where the haystack's character lower-cases (toLower of the code point) to the same one,
+ * and a UUID text has only 0-9, a-f and `-`, each its own lower case.
+ */
+export function uuidTextCannotContain(needle: string): boolean {
+  for (const c of needle) if (c < '\x80' && !/[0-9a-fA-F-]/.test(c)) return true;
+  return false;
+}
+
 /** The respondent's segments as UUID texts: the expression the segment_items index (schema/210) is built on. */
 const SEGMENT_TEXTS = 'arrayMap(g -> toString(g), group_ids)';
 
@@ -95,13 +113,18 @@ function positiveExpr(node: FilterNode, bag: ParamBag): string {
       return node.op === 'eq'
         ? `has(${SEGMENT_TEXTS}, toString(${bag.add(node.values[0], 'UUID')}))`
         : `hasAny(${SEGMENT_TEXTS}, arrayMap(g -> toString(g), ${bag.add(node.values, 'Array(UUID)')}))`;
-    case 'respondent_alias':
+    case 'respondent_alias': {
+      // alias_texts (schema/261) holds the aliases that are not a UUID's text (a respondent id as
+      // alias is one): values no UUID text can match test it alone, with the same functions.
+      const column = node.op === 'contains' ? (uuidTextCannotContain(node.values[0]) ? 'alias_texts' : 'respondent_aliases')
+        : node.values.some(isUuidText) ? 'respondent_aliases' : 'alias_texts';
       switch (node.op) {
-        case 'eq': return `has(respondent_aliases, ${bag.add(node.values[0], 'String')})`;
-        case 'in': return `hasAny(respondent_aliases, ${bag.add(node.values, 'Array(String)')})`;
-        case 'contains': return `arrayExists(a -> positionCaseInsensitiveUTF8(a, ${bag.add(node.values[0], 'String')}) > 0, respondent_aliases)`;
+        case 'eq': return `has(${column}, ${bag.add(node.values[0], 'String')})`;
+        case 'in': return `hasAny(${column}, ${bag.add(node.values, 'Array(String)')})`;
+        case 'contains': return `arrayExists(a -> positionCaseInsensitiveUTF8(a, ${bag.add(node.values[0], 'String')}) > 0, ${column})`;
       }
       break;
+    }
     case 'raw':
       // answer_text is stored lower-cased with the same JS toLowerCase, so a substring search of
       // the lower-cased keyword is case-insensitive on both sides alike. Written as LIKE (the

@@ -58,12 +58,18 @@ const cases: Case[] = [
   [r('respondent_segments', 'in', { values: [U1, U2] }), 'hasAny(arrayMap(g -> toString(g), group_ids), arrayMap(g -> toString(g), {p1:Array(UUID)}))', { p1: [U1, U2] }],
   [r('respondent_segments', 'not_in', { values: [U2] }), 'NOT (hasAny(arrayMap(g -> toString(g), group_ids), arrayMap(g -> toString(g), {p1:Array(UUID)})))', { p1: [U2] }],
   // respondent_alias (and its plural spelling)
-  [r('respondent_alias', 'eq', { value: 'Bob@x.io' }), 'has(respondent_aliases, {p1:String})', { p1: 'Bob@x.io' }],
-  [r('respondent_aliases', 'neq', { value: 'bob' }), 'NOT (has(respondent_aliases, {p1:String}))', { p1: 'bob' }],
-  [r('respondent_alias', 'in', { values: ['a', 'b'] }), 'hasAny(respondent_aliases, {p1:Array(String)})', { p1: ['a', 'b'] }],
-  [r('respondent_alias', 'not_in', { values: ['a'] }), 'NOT (hasAny(respondent_aliases, {p1:Array(String)}))', { p1: ['a'] }],
-  [r('respondent_alias', 'contains', { value: 'BoB' }), 'arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, respondent_aliases)', { p1: 'BoB' }],
-  [r('respondent_alias', 'not_contains', { value: 'x' }), 'NOT (arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, respondent_aliases))', { p1: 'x' }],
+  // values no UUID text can match read alias_texts (schema/261: the aliases that are not UUID texts)
+  [r('respondent_alias', 'eq', { value: 'Bob@x.io' }), 'has(alias_texts, {p1:String})', { p1: 'Bob@x.io' }],
+  [r('respondent_aliases', 'neq', { value: 'bob' }), 'NOT (has(alias_texts, {p1:String}))', { p1: 'bob' }],
+  [r('respondent_alias', 'in', { values: ['a', 'b'] }), 'hasAny(alias_texts, {p1:Array(String)})', { p1: ['a', 'b'] }],
+  [r('respondent_alias', 'not_in', { values: ['a'] }), 'NOT (hasAny(alias_texts, {p1:Array(String)}))', { p1: ['a'] }],
+  [r('respondent_alias', 'contains', { value: 'BoB' }), 'arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, alias_texts)', { p1: 'BoB' }],
+  [r('respondent_alias', 'not_contains', { value: 'x' }), 'NOT (arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, alias_texts))', { p1: 'x' }],
+  // ... and the others every alias: a UUID text, a needle of hex digits and dashes, or without any other ASCII character
+  [r('respondent_alias', 'eq', { value: U1 }), 'has(respondent_aliases, {p1:String})', { p1: U1 }],
+  [r('respondent_alias', 'in', { values: ['bob', U2] }), 'hasAny(respondent_aliases, {p1:Array(String)})', { p1: ['bob', U2] }],
+  [r('respondent_alias', 'contains', { value: 'BEEF-12' }), 'arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, respondent_aliases)', { p1: 'BEEF-12' }],
+  [r('respondent_alias', 'not_contains', { value: 'éü' }), 'NOT (arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, respondent_aliases))', { p1: 'éü' }],
   // raw: the keyword is lower-cased like answer_text
   [r('raw', 'contains', { value: 'Great Product' }), 'answer_text LIKE {p1:String}', { p1: '%great product%' }],
   [r('raw', 'contains', { value: '50%_OFF\\' }), 'answer_text LIKE {p1:String}', { p1: '%50\\%\\_off\\\\%' }],
