@@ -73,14 +73,30 @@ export class GroupCommitter<Chunk> {
   private waitingRows = 0;
   private inFlightRows = 0;
   private queuedBytes = 0;
+  /** Every flush not yet ended (drain waits for them). */
   private inFlight = new Set<Promise<void>>();
+  /** Flushes holding a slot of `maxConcurrentFlushes`: started, and neither ended nor handed off. */
+  private slots = 0;
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
+  /**
+   * `insert` stores a batch; its third argument, `handOff`, lets the next flush start before this
+   * one has ended: once called, this flush no longer holds its slot of `maxConcurrentFlushes`. The
+   * insert function calls it when what is left of its work need not precede the next flush's
+   * start, and orders its own steps against the next flush's itself (the event path: its INSERT
+   * acknowledged, the next flush numbers its users while this one's claims are read; the next
+   * INSERT waits for them: routes.ts). Its requests are still answered only when it resolves.
+   */
   constructor(
-    private readonly insert: (chunks: Chunk[], rows: number) => Promise<void>,
+    private readonly insert: (chunks: Chunk[], rows: number, handOff: () => void) => Promise<void>,
     private readonly opts: GroupCommitOptions,
   ) {}
+
+  /** The chunks waiting for a flush, oldest first (to look at, not to change). */
+  get waitingChunks(): readonly Chunk[] {
+    return this.waiting.map((w) => w.chunk);
+  }
 
   /**
    * Throws the 503 a new request would get now, whatever its size: shutting down, the queue at its
@@ -154,7 +170,7 @@ export class GroupCommitter<Chunk> {
   }
 
   private scheduleHere() {
-    if (this.waiting.length === 0 || this.inFlight.size >= this.opts.maxConcurrentFlushes) return;
+    if (this.waiting.length === 0 || this.slots >= this.opts.maxConcurrentFlushes) return;
     const waited = Date.now() - this.waiting[0].arrivedAt;
     if (this.waitingRows >= this.opts.maxRows || waited >= this.opts.delayMs) {
       this.flushAvailable();
@@ -172,11 +188,19 @@ export class GroupCommitter<Chunk> {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    while (this.waiting.length > 0 && this.inFlight.size < this.opts.maxConcurrentFlushes) {
+    while (this.waiting.length > 0 && this.slots < this.opts.maxConcurrentFlushes) {
       const { batch, rows } = this.takeBatch();
-      const p = this.flush(batch, rows).finally(() => {
-        this.inFlight.delete(p);
+      let holding = true;
+      this.slots++;
+      const release = () => {
+        if (!holding) return;
+        holding = false;
+        this.slots--;
         this.schedule();
+      };
+      const p = this.flush(batch, rows, release).finally(() => {
+        this.inFlight.delete(p);
+        release();
       });
       this.inFlight.add(p);
     }
@@ -197,9 +221,9 @@ export class GroupCommitter<Chunk> {
     return { batch, rows };
   }
 
-  private async flush(batch: Waiter<Chunk>[], rows: number): Promise<void> {
+  private async flush(batch: Waiter<Chunk>[], rows: number, handOff: () => void): Promise<void> {
     try {
-      await this.commit(batch, rows);
+      await this.commit(batch, rows, handOff);
     } finally {
       this.inFlightRows -= rows;
       for (const w of batch) this.queuedBytes -= w.bytes;
@@ -213,9 +237,9 @@ export class GroupCommitter<Chunk> {
    * part is written (insertEvents makes the engine form one block of the whole body). A store
    * failure on the way fails what is left of the batch with 503, without trying the rest.
    */
-  private async commit(batch: Waiter<Chunk>[], rows: number): Promise<'ok' | 'store-failed'> {
+  private async commit(batch: Waiter<Chunk>[], rows: number, handOff: () => void): Promise<'ok' | 'store-failed'> {
     try {
-      await this.insert(batch.map((w) => w.chunk), rows);
+      await this.insert(batch.map((w) => w.chunk), rows, handOff);
       const committedAt = Date.now();
       for (const w of batch) w.resolve(committedAt);
       return 'ok';
@@ -235,7 +259,7 @@ export class GroupCommitter<Chunk> {
       const halves = [batch.slice(0, half), batch.slice(half)];
       for (let i = 0; i < halves.length; i++) {
         const part = halves[i];
-        if ((await this.commit(part, part.reduce((n, w) => n + w.rows, 0))) === 'store-failed') {
+        if ((await this.commit(part, part.reduce((n, w) => n + w.rows, 0), handOff)) === 'store-failed') {
           const failure = unavailable('Storing the events failed; retry shortly', 1);
           for (const rest of halves.slice(i + 1)) for (const w of rest) w.reject(failure);
           return 'store-failed';

@@ -11,7 +11,7 @@ import { GroupCommitter } from './group-commit.ts';
 import { MAX_EVENT_BATCH_BYTES } from './limits.ts';
 import { encodeEventBatch, EVENT_COLUMNS, type EventChunk } from './encode.ts';
 import { eventClaimView, insertOnce } from './message-ids.ts';
-import { numberUsers, UserNumbers } from './user-numbers.ts';
+import { needsNumbers, numberUsers, UserNumbers } from './user-numbers.ts';
 import { eventBatchSchema, ingestResultSchema } from './schema.ts';
 
 export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> {
@@ -20,13 +20,45 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> 
   // mode is known only once the database is connected, after the route table is built.
   let claims: ClaimView | undefined;
   let numbers: UserNumbers | undefined;
-  const insert = async (chunks: EventChunk[], rows: number) => {
+  // A flush that hands its slot on (below) is still reading its claims: the next flush numbers
+  // its users meanwhile, and its own store step (claim filter, INSERT, claims read) waits for
+  // that read to end, so that the INSERTs in flight stay within INGEST_MAX_CONCURRENT_FLUSHES and
+  // each flush's claims read finds the previous flush's part already read.
+  let reading: Promise<void> | undefined;
+  const insert = async (chunks: EventChunk[], rows: number, handOff: () => void) => {
     try {
       const client = deps.db.client();
       claims ??= eventClaimView({ maxBytes: deps.config.claimFilterMaxBytes, clustered: deps.db.cluster !== undefined });
       numbers ??= new UserNumbers({ maxUsers: deps.config.userNumbersMaxUsers, clustered: deps.db.cluster !== undefined });
-      await numberUsers(client, chunks, numbers);
-      await insertOnce(client, chunks, (bodies) => insertEvents(client, bodies), { claims });
+      const held = numbers;
+      await numberUsers(client, chunks, held);
+      if (reading) await reading;
+      // Only a flush with message ids has a claims read after its INSERT.
+      const keyed = chunks.some((c) => c.keys !== undefined);
+      let ended!: () => void;
+      const end = new Promise<void>((resolve) => (ended = resolve));
+      try {
+        await insertOnce(
+          client,
+          chunks,
+          async (bodies) => {
+            await insertEvents(client, bodies);
+            // The INSERT is acknowledged; what is left of this flush is its claims read (message
+            // ids). When the requests waiting have users to number, their claims round need not
+            // wait for it: the next flush starts now, and only its INSERT waits. Without new
+            // users the next flush starts when this one ends, as before, and takes every request
+            // that arrived meanwhile (bench/ingest/README.md, 2026-11-27 02:50).
+            if (keyed && committer.waitingChunks.length > 0 && needsNumbers(committer.waitingChunks, held)) {
+              reading = end;
+              handOff();
+            }
+          },
+          { claims },
+        );
+      } finally {
+        if (reading === end) reading = undefined;
+        ended();
+      }
     } catch (err) {
       // The requests get a 503 (retry), or a 400 when their own rows are at fault: the engine's
       // message is only here, for the operator.
@@ -34,7 +66,7 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> 
       throw err;
     }
   };
-  return new GroupCommitter<EventChunk>(insert, {
+  const committer = new GroupCommitter<EventChunk>(insert, {
     // The encoded rows are what a waiting request holds (the byte bound of the queue).
     sizeOf: (chunk: EventChunk) => chunk.body.length,
     maxRows: ingest.batchMaxRows,
@@ -45,6 +77,7 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> 
     maxConcurrentFlushes: ingest.maxConcurrentFlushes,
     classify: insertDataError,
   });
+  return committer;
 }
 
 /**

@@ -471,3 +471,25 @@ export async function numberUsers(client: ClickHouseClient, chunks: readonly Eve
   const got = await numbers.numbersOf(client, new Map([...wanted].map(([o, users]) => [o, [...users]])));
   for (const w of waiting) w.chunk.setUserNumber(w.row, got.get(w.chunk.orgId)!.get(w.user)!);
 }
+
+/**
+ * Whether some row of these chunks has a known user that `numbers` does not hold yet (its flush
+ * will take a claims round before its INSERT). A chunk found complete is remembered: a user held
+ * stays held with the same number (valid claims stay valid; an organization past the cap is
+ * dropped whole, and then its chunks are not asked about again: they take a lookup, which this
+ * answer only schedules, never decides).
+ */
+export function needsNumbers(chunks: Iterable<EventChunk>, numbers: UserNumbers): boolean {
+  for (const chunk of chunks) {
+    if (numbered.has(chunk)) continue;
+    const held = numbers.held(chunk.orgId);
+    if (!held) return true;
+    for (let row = 0; row < chunk.rows; row++) {
+      const user = chunk.userKey(row);
+      if (user !== undefined && !held.has(user)) return true;
+    }
+    numbered.add(chunk);
+  }
+  return false;
+}
+const numbered = new WeakSet<EventChunk>();
