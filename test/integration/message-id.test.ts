@@ -105,6 +105,33 @@ describe('POST /1.0/event with message_id (exactly once)', () => {
     expect(await copies(org)).to.deep.equal({ [id]: 1 });
   });
 
+  it('concurrent requests with new users and repeated ids (a flush numbering users while the one before reads its claims): each id once, each user one number', async () => {
+    const org = randomUUID();
+    const t = await svc.token(['events'], org);
+    // Three waves of 24 concurrent requests, several flushes each: every request has users met for
+    // the first time (a claims round before its INSERT, which overlaps the previous flush's claims
+    // read), and the third wave sends the first wave's ids again.
+    const body = (wave: number, i: number) =>
+      Array.from({ length: 20 }, (_, k) => ({ type: 'track', event_name: 'e', user_alias: `u-${wave}-${i}-${k}`, message_id: `m-${(wave + i) % 2}-${i}-${k}` }));
+    const results = [];
+    for (let wave = 0; wave < 3; wave++) results.push(...(await Promise.all(Array.from({ length: 24 }, (_, i) => post(body(wave, i), t)))));
+    for (const r of results) expect(r.status, JSON.stringify(r.body)).to.equal(200);
+    const stored = await copies(org);
+    expect(Object.keys(stored)).to.have.length(2 * 24 * 20);
+    expect(Object.values(stored).every((n) => n === 1)).to.equal(true);
+    expect(results.reduce((n, r) => n + r.body.count - r.body.duplicates, 0)).to.equal(2 * 24 * 20);
+    const rs = await svc.client.query({
+      query: `SELECT uniqExact(user_id) AS users, uniqExact(user_num) AS numbers, uniqExact(user_id, user_num) AS pairs, countIf(user_num = 0) AS unnumbered
+              FROM events WHERE org_id = {org:UUID}`,
+      query_params: { org },
+      format: 'JSONEachRow',
+    });
+    const [n] = await rs.json<Record<string, string>>();
+    expect(Number(n.unnumbered)).to.equal(0);
+    expect(Number(n.numbers)).to.equal(Number(n.users));
+    expect(Number(n.pairs)).to.equal(Number(n.users));
+  });
+
   describe('below HTTP', () => {
     const chunk = (org: string, events: unknown[]) => encodeEventChunk(org, parseEventBatch(events), new Date());
 

@@ -34,6 +34,39 @@ describe('GroupCommitter', () => {
     expect(gc.queuedRows).to.equal(0);
   });
 
+  it('starts the next flush when a flush hands off its slot, and answers the first only when it ends', async () => {
+    const calls: { chunks: string[]; handOff: () => void; resolve: () => void }[] = [];
+    const gc = new GroupCommitter<string>(
+      (chunks, _rows, handOff) => new Promise<void>((resolve) => calls.push({ chunks, handOff, resolve })),
+      { ...OPTIONS, delayMs: 0 },
+    );
+    let firstDone = false;
+    const first = gc.submit('a', 1).then(() => (firstDone = true));
+    await tick();
+    const second = gc.submit('b', 1);
+    await tick(30);
+    expect(calls.map((c) => c.chunks)).to.deep.equal([['a']]);
+    expect(gc.waitingChunks).to.deep.equal(['b']);
+    calls[0].handOff();
+    calls[0].handOff(); // once is enough; a second call changes nothing
+    await tick();
+    expect(calls.map((c) => c.chunks)).to.deep.equal([['a'], ['b']]);
+    expect(firstDone).to.equal(false);
+    const third = gc.submit('c', 1);
+    await tick(30);
+    expect(calls).to.have.length(2); // the second flush holds the slot now
+    calls[0].resolve();
+    await first;
+    await tick(30);
+    expect(calls).to.have.length(2); // the first ending does not free the slot it handed off
+    calls[1].resolve();
+    await second;
+    await tick();
+    expect(calls.map((c) => c.chunks)).to.deep.equal([['a'], ['b'], ['c']]);
+    calls[2].resolve();
+    await third;
+  });
+
   it('flushes at once when maxRows wait', async () => {
     const insert = new ControlledInsert();
     const gc = new GroupCommitter(insert.fn, { ...OPTIONS, maxRows: 30, delayMs: 10_000 });
