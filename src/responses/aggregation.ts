@@ -52,6 +52,8 @@ import {
   type GroupByRule,
 } from './group-by.ts';
 import { parseInstantMicros, planSeries, type HistogramPlan } from '../query/histogram.ts';
+import { bucketIndexInSeriesSql } from '../query/histogram-sql.ts';
+import { compileDenseBuckets, denseBucketRows, denseFits, type DenseLevel } from '../query/dense-buckets.ts';
 import { ONE_LEVEL_COLUMNS, checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, otherDocCounts, rankOneLevel, tooManyBuckets } from '../query/ranked-buckets.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
@@ -168,6 +170,39 @@ export function compileAggregation(
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
   const metricColumns = metricAggregates(metrics, RAW_METRIC_ROW, firstFlagsPerDepth(rules));
   return compiled(compileRankedBuckets({ source, keys, count: docCountSql(rules), metrics: metricColumns, limit, bounded: boundedLevels(rules) }), bag);
+}
+
+/**
+ * The raw table's grouped query as dense buckets (src/query/dense-buckets.ts) when every level has
+ * its buckets known and every response of the selection in exactly one of them: `completion` (an
+ * enum, never NULL) and `created_at` histograms with hour or day steps whose series covers the
+ * range (the selection is bounded by that range on created_at, so no response is outside the
+ * series). No metrics (they need per-bucket aggregates). undefined for any other request, which
+ * compileAggregation serves. `rows` turns the query's rows into compileAggregation's.
+ */
+export function compileDenseAggregation(
+  selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly MetricName[] = [],
+): { query: CompiledQuery; rows(rows: readonly { k: number | string; doc_count: number | string }[]): AggregationRow[] } | undefined {
+  if (metrics.length > 0) return undefined;
+  const start = selection.range?.start !== undefined ? parseInstantMicros(selection.range.start) : null;
+  const end = selection.range?.end !== undefined ? parseInstantMicros(selection.range.end) : null;
+  const bag = new ParamBag();
+  const levels: DenseLevel[] = [];
+  for (const [i, rule] of rules.entries()) {
+    if (rule.kind === 'completion') {
+      // The Enum8's values are the indexes of COMPLETION_VALUES (schema/004).
+      levels.push({ index: 'toUInt8(completion)', size: COMPLETION_VALUES.length, key: (x) => COMPLETION_VALUES[x], rolledUp: COMPLETION_VALUES[0] });
+      continue;
+    }
+    const plan = plans[i];
+    if (rule.kind !== 'date' || rule.field !== 'created_at' || !plan || start === null || end === null || start < plan.start || end >= plan.boundary) return undefined;
+    const index = bucketIndexInSeriesSql(DATE_FIELD_COLUMNS.created_at, plan, bag);
+    if (index === undefined) return undefined;
+    levels.push({ index, size: plan.starts.length, key: (x) => x, rolledUp: null });
+  }
+  if (!denseFits(levels)) return undefined;
+  const query = compiled(compileDenseBuckets(fromSelection(selection, bag), levels), bag);
+  return { query, rows: (rows) => denseBucketRows(levels, rows) as AggregationRow[] };
 }
 
 /**
@@ -373,7 +408,10 @@ export async function runAggregation(run: RunQuery, selection: ResponseSelection
  */
 export async function groupedRows(run: RunQuery, selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], options: AggregationOptions = {}): Promise<AggregationRow[]> {
   const metrics = options.metrics ?? [];
-  const raw = () => run<AggregationRow>(compileAggregation(selection, rules, plans, undefined, metrics));
+  const raw = async () => {
+    const dense = compileDenseAggregation(selection, rules, plans, metrics);
+    return dense ? dense.rows(await run<{ k: number; doc_count: number }>(dense.query)) : run<AggregationRow>(compileAggregation(selection, rules, plans, undefined, metrics));
+  };
   const grain = rollupGrain(selection, rules, plans, metrics, options);
   if (!grain) return raw();
   const compile = (pending: Pending) => compileAggregation(selection, rules, plans, rollupCover(selection.range, pending, grain) ?? undefined, metrics);
