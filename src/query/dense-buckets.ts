@@ -41,14 +41,17 @@ export function denseFits(levels: readonly DenseLevel[]): boolean {
   return levels.length > 0 && levels.every((l) => Number.isInteger(l.size) && l.size > 0) && levels.reduce((n, l) => n * l.size, 1) <= MAX_DENSE_BUCKETS;
 }
 
-/** `SELECT k, doc_count <source> GROUP BY k`: k the packed bucket indexes (first level most significant). */
-export function compileDenseBuckets(source: string, levels: readonly DenseLevel[]): string {
+/**
+ * `SELECT k, <count> AS doc_count <source> GROUP BY k`: k the packed bucket indexes (first level most
+ * significant); `count` counts the rows (a weighted source: the sum of its weights).
+ */
+export function compileDenseBuckets(source: string, levels: readonly DenseLevel[], count = 'count()'): string {
   if (!denseFits(levels)) throw new Error('dense buckets: the levels do not fit a UInt16 key');
   const terms = levels.map((l, i) => {
     const stride = levels.slice(i + 1).reduce((n, x) => n * x.size, 1);
     return stride === 1 ? `(${l.index})` : `(${l.index}) * ${stride}`;
   });
-  return `SELECT toUInt16(${terms.join(' + ')}) AS k, count() AS doc_count ${source} GROUP BY k`;
+  return `SELECT toUInt16(${terms.join(' + ')}) AS k, ${count} AS doc_count ${source} GROUP BY k`;
 }
 
 /** The packed counts -> compileRankedBuckets' rows (depth, k1..kn, doc_count, other_doc_count), ordered by depth. */

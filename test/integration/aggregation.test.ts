@@ -1,9 +1,9 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
-import { ParamBag } from '../../src/clickhouse/sql.ts';
+import { ParamBag, type RunQuery } from '../../src/clickhouse/sql.ts';
 import { levelKeySql, type GroupByRule } from '../../src/responses/group-by.ts';
-import { compileAggregation, compileDenseAggregation, planLevels } from '../../src/responses/aggregation.ts';
+import { compileAggregation, compileDenseAggregation, planLevels, runAggregation } from '../../src/responses/aggregation.ts';
 import { selectionOf } from '../../src/responses/compile.ts';
 import { filterSchema, type FilterNode } from '../../src/responses/filters.ts';
 import * as v from 'valibot';
@@ -329,6 +329,9 @@ describe('aggregation (HTTP)', () => {
     );
     const run = async (q: { sql: string; params: Record<string, unknown> }) =>
       (await svc.client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: PINNED_SETTINGS })).json<Rec>();
+    const runner = run as unknown as RunQuery;
+    const HOUR = 3_600_000_000n;
+    await svc.settle();
     await fc.assert(
       fc.asyncProperty(
         fc.bigInt({ min: 0n, max: span }), fc.bigInt({ min: 0n, max: span }), fc.array(ruleArb, { minLength: 1, maxLength: 3 }), fc.boolean(),
@@ -342,7 +345,15 @@ describe('aggregation (HTTP)', () => {
           const fits = plans.reduce((n, p, i) => n * (p ? p.starts.length : 3), 1) <= 65_536 && plans.every((p) => !p || p.starts.length > 0);
           if (fits) expect(dense, JSON.stringify(rules)).to.not.equal(undefined);
           if (!dense) return;
-          expect(sorted(dense.rows(await run(dense.query) as never))).to.deep.equal(sorted(await run(compileAggregation(selection, rules, plans))));
+          const ranked = sorted(await run(compileAggregation(selection, rules, plans)));
+          expect(sorted(dense.rows(await run(dense.query) as never))).to.deep.equal(ranked);
+          // Whole hours: the rollup serves the request (dense too, compileDenseRollupAggregation), raw forced or not.
+          const hours = { ...selection, range: { start: formatDbMicros(((from + HOUR - 1n) / HOUR) * HOUR), end: formatDbMicros(((to / HOUR) * HOUR) + HOUR - 1n) } };
+          const hourPlans = planLevels(rules, hours.range, {});
+          const byRollup = await runAggregation(runner, hours, rules, { plans: hourPlans });
+          const byRaw = await runAggregation(runner, hours, rules, { plans: hourPlans, rollups: false });
+          expect(sorted(byRollup.rows as never)).to.deep.equal(sorted(byRaw.rows as never));
+          expect(sorted(byRaw.rows as never)).to.deep.equal(sorted(await run(compileAggregation(hours, rules, hourPlans))));
         },
       ),
       { numRuns: 40 },
