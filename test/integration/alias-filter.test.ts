@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { startTestService, type TestService } from './harness.ts';
+import { writeWithLaterUpserts } from './upserts.ts';
 
 /**
  * The respondent alias filters read alias_texts (schema/261: the aliases that are not a UUID's
@@ -73,13 +74,7 @@ describe('respondent alias filters against JS and the all-aliases expression (al
     // Upserts in a later part: every third record gets other aliases, so a value may match an older
     // version only (FINAL must answer the newer one) or the newer one only.
     const upserts = first.filter((_, i) => i % 3 === 0).map((r, k) => record(r.id, first.indexOf(r), sets[(k * 7 + 5) % sets.length].slice().reverse(), 2));
-    for (const batch of [first.slice(0, 60), first.slice(60), upserts]) {
-      const res = await svc.request('POST', '/1.0/survey/response', { token: write, body: batch });
-      expect(res.status, JSON.stringify(res.body)).to.equal(200);
-    }
-    const byId = new Map(first.map((r) => [r.id, r]));
-    for (const u of upserts) byId.set(u.id, u);
-    latest = [...byId.values()];
+    latest = await writeWithLaterUpserts(svc, write, first, upserts, 60);
   });
   after(() => svc?.close());
 

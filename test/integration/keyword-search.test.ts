@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
 import { startTestService, type TestService } from './harness.ts';
+import { writeWithLaterUpserts } from './upserts.ts';
 
 /**
  * The `raw` keyword filter is a case-insensitive substring match on a response's answer texts and
@@ -51,13 +52,7 @@ describe('the raw keyword filter against a substring match in JS (text index, FI
     // Upserts in a later part: every third record changes its text, so a keyword may match an
     // older version only (FINAL must answer the newer one) or the newer one only.
     const upserts = first.filter((_, i) => i % 3 === 0).map((r, k) => record(r.id, first.indexOf(r), rand[(k * 7 + 5) % rand.length][0].reverse().join(' '), null, 2));
-    for (const batch of [first.slice(0, 45), first.slice(45), upserts]) {
-      const res = await svc.request('POST', '/1.0/survey/response', { token: write, body: batch });
-      expect(res.status, JSON.stringify(res.body)).to.equal(200);
-    }
-    const byId = new Map(first.map((r) => [r.id, r]));
-    for (const u of upserts) byId.set(u.id, u);
-    latest = [...byId.values()];
+    latest = await writeWithLaterUpserts(svc, write, first, upserts, 45);
   });
   after(() => svc?.close());
 
