@@ -30,3 +30,16 @@ export function bucketIndexSql(column: string, plan: HistogramPlan, bag: ParamBa
   const step = bag.add((BigInt(plan.k) * (plan.unit === 'hour' ? MICROS_PER_HOUR : MICROS_PER_DAY)).toString(), 'Int64');
   return `if(${inSeries}, intDiv(toUnixTimestamp64Micro(${column}) - toUnixTimestamp64Micro(${start}), ${step}), NULL)`;
 }
+
+/**
+ * The same bucket index for a column whose every value is known to lie in the series (the caller
+ * proves it: the source is bounded by a range the series covers), for hour and day steps: without
+ * bucketIndexSql's series test, so the key is an Int64, never NULL (a Nullable key costs the
+ * engine's grouping a null map per row). undefined for month steps and an empty series.
+ */
+export function bucketIndexInSeriesSql(column: string, plan: HistogramPlan, bag: ParamBag): string | undefined {
+  if (plan.starts.length === 0 || plan.unit === 'month') return undefined;
+  const start = bag.add(formatDbMicros(plan.start), DT64);
+  const step = bag.add((BigInt(plan.k) * (plan.unit === 'hour' ? MICROS_PER_HOUR : MICROS_PER_DAY)).toString(), 'Int64');
+  return `intDiv(toUnixTimestamp64Micro(${column}) - toUnixTimestamp64Micro(${start}), ${step})`;
+}

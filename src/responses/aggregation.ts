@@ -52,6 +52,8 @@ import {
   type GroupByRule,
 } from './group-by.ts';
 import { parseInstantMicros, planSeries, type HistogramPlan } from '../query/histogram.ts';
+import { bucketIndexInSeriesSql } from '../query/histogram-sql.ts';
+import { compileDenseBuckets, denseBucketRows, denseFits, type DenseLevel } from '../query/dense-buckets.ts';
 import { ONE_LEVEL_COLUMNS, checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, otherDocCounts, rankOneLevel, tooManyBuckets } from '../query/ranked-buckets.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
@@ -168,6 +170,80 @@ export function compileAggregation(
   const limit = bag.add(MAX_TERMS_BUCKETS, 'UInt32');
   const metricColumns = metricAggregates(metrics, RAW_METRIC_ROW, firstFlagsPerDepth(rules));
   return compiled(compileRankedBuckets({ source, keys, count: docCountSql(rules), metrics: metricColumns, limit, bounded: boundedLevels(rules) }), bag);
+}
+
+/**
+ * The levels as dense buckets (src/query/dense-buckets.ts) when every level has its buckets known
+ * and every response of the selection in exactly one of them: `completion` (an enum, never NULL)
+ * and `created_at` histograms with hour or day steps whose series covers the range (the selection
+ * is bounded by that range on created_at, so no response is outside the series; nor is a rollup
+ * slice of it, whose created_at is its start, inside the range). No metrics (they need per-bucket
+ * aggregates). undefined for any other request. `column`: the created_at of the rows grouped.
+ */
+function denseLevels(selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly MetricName[], bag: ParamBag): DenseLevel[] | undefined {
+  if (metrics.length > 0) return undefined;
+  const start = selection.range?.start !== undefined ? parseInstantMicros(selection.range.start) : null;
+  const end = selection.range?.end !== undefined ? parseInstantMicros(selection.range.end) : null;
+  const levels: DenseLevel[] = [];
+  for (const [i, rule] of rules.entries()) {
+    if (rule.kind === 'completion') {
+      // The Enum8's values are the indexes of COMPLETION_VALUES (schema/004).
+      levels.push({ index: 'toUInt8(completion)', size: COMPLETION_VALUES.length, key: (x) => COMPLETION_VALUES[x], rolledUp: COMPLETION_VALUES[0] });
+      continue;
+    }
+    const plan = plans[i];
+    if (rule.kind !== 'date' || rule.field !== 'created_at' || !plan || start === null || end === null || start < plan.start || end >= plan.boundary) return undefined;
+    const index = bucketIndexInSeriesSql(DATE_FIELD_COLUMNS.created_at, plan, bag);
+    if (index === undefined) return undefined;
+    levels.push({ index, size: plan.starts.length, key: (x) => x, rolledUp: null });
+  }
+  return denseFits(levels) ? levels : undefined;
+}
+
+/** A grouped query as dense buckets, and how its rows become compileAggregation's. */
+export interface DenseRead {
+  query: NamedRead;
+  rows(rows: readonly { k: number | string; doc_count: number | string }[]): AggregationRow[];
+}
+
+/**
+ * The raw table's grouped query as dense buckets (denseLevels), undefined when the levels are not
+ * dense (compileAggregation serves the request).
+ */
+export function compileDenseAggregation(
+  selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly MetricName[] = [],
+): DenseRead | undefined {
+  const bag = new ParamBag();
+  const levels = denseLevels(selection, rules, plans, metrics, bag);
+  if (!levels) return undefined;
+  const query = compiled(compileDenseBuckets(fromSelection(selection, bag), levels), bag);
+  return { query, rows: (rows) => denseBucketRows(levels, rows) as AggregationRow[] };
+}
+
+/**
+ * The same for a rollup-served read: the raw remainder's responses (1 each) and the slice groups
+ * (their response counts) summed per packed bucket, without the ROLLUP and the ranking layers
+ * (each costs the engine planning). The slice groups come from the slice totals or the groups
+ * (weightedSource); no answer filter (its completeness check rides on compileAggregation's rows).
+ * The columns are named: the pending set rides beside it (rollups/pending.ts checkedSql).
+ */
+export function compileDenseRollupAggregation(
+  selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], rollup: RollupCover, metrics: readonly MetricName[] = [],
+): DenseRead | undefined {
+  if (answerGroupFilter(selection) !== undefined || rules.some(isMultiValued)) return undefined;
+  const bag = new ParamBag();
+  const levels = denseLevels(selection, rules, plans, metrics, bag);
+  if (!levels) return undefined;
+  // The columns the levels read: created_at (a slice's start) and completion when it is a level.
+  const columns: GroupColumn[] = rules.some((r) => r.kind === 'completion') ? ['completion'] : [];
+  const read = ['created_at', ...columns].join(', ');
+  const sources: string[] = [];
+  const raw = rawRowsSql(selection, bag, rollup);
+  if (raw !== undefined) sources.push(`SELECT ${read}, toUInt64(1) AS w ${raw}`);
+  sources.push(`SELECT ${read}, toUInt64(x_rows) AS w FROM (${rollupGroupsSql(selection, rollup, bag, columns)})`);
+  const grouped = compileDenseBuckets(`FROM (${sources.join(' UNION ALL ')})`, levels, 'sum(w)');
+  const query = Object.freeze({ ...compiled(grouped, bag), columns: ['k', 'doc_count'] });
+  return { query, rows: (rows) => denseBucketRows(levels, rows) as AggregationRow[] };
 }
 
 /**
@@ -373,11 +449,21 @@ export async function runAggregation(run: RunQuery, selection: ResponseSelection
  */
 export async function groupedRows(run: RunQuery, selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], options: AggregationOptions = {}): Promise<AggregationRow[]> {
   const metrics = options.metrics ?? [];
-  const raw = () => run<AggregationRow>(compileAggregation(selection, rules, plans, undefined, metrics));
+  const raw = async () => {
+    const dense = compileDenseAggregation(selection, rules, plans, metrics);
+    return dense ? dense.rows(await run<{ k: number; doc_count: number }>(dense.query)) : run<AggregationRow>(compileAggregation(selection, rules, plans, undefined, metrics));
+  };
   const grain = rollupGrain(selection, rules, plans, metrics, options);
   if (!grain) return raw();
-  const compile = (pending: Pending) => compileAggregation(selection, rules, plans, rollupCover(selection.range, pending, grain) ?? undefined, metrics);
-  const rows = (await runWithPending<AggregationRow>(run, options.fresh ?? run, selection.orgId, compile, options.marksFirst))!;
+  // Dense buckets when the levels allow (the same rows): which form is known before the cover is.
+  let dense: DenseRead | undefined;
+  const compile = (pending: Pending) => {
+    const cover = rollupCover(selection.range, pending, grain);
+    dense = cover ? compileDenseRollupAggregation(selection, rules, plans, cover, metrics) : undefined;
+    return dense ? dense.query : compileAggregation(selection, rules, plans, cover ?? undefined, metrics);
+  };
+  const read = (await runWithPending<AggregationRow>(run, options.fresh ?? run, selection.orgId, compile, options.marksFirst))!;
+  const rows = dense ? dense.rows(read as never) : read;
   // An answer filter's slices found incomplete: the raw table.
   return otherDocCounts(checkedRows(selection, rows) ?? (await raw())) as AggregationRow[];
 }

@@ -1,8 +1,13 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
-import { ParamBag } from '../../src/clickhouse/sql.ts';
-import { levelKeySql } from '../../src/responses/group-by.ts';
+import { ParamBag, type RunQuery } from '../../src/clickhouse/sql.ts';
+import { levelKeySql, type GroupByRule } from '../../src/responses/group-by.ts';
+import { compileAggregation, compileDenseAggregation, planLevels, runAggregation } from '../../src/responses/aggregation.ts';
+import { selectionOf } from '../../src/responses/compile.ts';
+import { filterSchema, type FilterNode } from '../../src/responses/filters.ts';
+import * as v from 'valibot';
+import { PINNED_SETTINGS } from '../../src/clickhouse/settings.ts';
 import { bucketIndex, formatDbMicros, formatMicros, parseInstantMicros, planHistogram, truncateTo, type HistogramPlan, type MinInterval } from '../../src/query/histogram.ts';
 import { startTestService, type TestService } from './harness.ts';
 import { isoMicros, rng } from './random.ts';
@@ -293,6 +298,66 @@ describe('aggregation (HTTP)', () => {
         ['partially_completed', 0, []],
       ]);
     });
+  });
+
+  // Buckets starting inside an hour: no rollup slice fits, the raw table answers, as dense buckets
+  // (src/query/dense-buckets.ts) when every level is completion or a created_at hour/day series.
+  const INSIDE_HOUR = { start: '2024-01-03T05:17:44.622766Z', end: '2024-02-08T00:17:44.622764Z' };
+  const DENSE_COMBOS: Rule[][] = [
+    [{ field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 100 }, { field: 'completion' }],
+    [{ field: 'completion' }, { field: 'created_at', date_histogram_min_interval: 'hour', date_histogram_buckets: 100 }],
+    [{ field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 4 }, { field: 'created_at', date_histogram_min_interval: 'hour', date_histogram_buckets: 30 }, { field: 'completion' }],
+    [{ field: 'completion' }],
+  ];
+  for (const rules of DENSE_COMBOS) {
+    it(`a range starting inside an hour (dense buckets) matches the reference: ${rules.map((r) => r.field).join(' > ')}`, async () => {
+      const inside = (r: Rec) => µs(r.created_at) >= µs(INSIDE_HOUR.start) && µs(r.created_at) <= µs(INSIDE_HOUR.end);
+      expect(await ok('*', { range: INSIDE_HOUR, group_by: rules })).to.deep.equal(reference(records.filter(inside), rules, INSIDE_HOUR));
+      const filtered = { range: INSIDE_HOUR, filters: [{ key: 'language', operator: 'eq', value: 'fr' }], group_by: rules };
+      expect(await ok(`${surveys[0]},${surveys[2]}`, filtered)).to.deep.equal(
+        reference(records.filter((r) => inside(r) && r.language === 'fr' && [surveys[0], surveys[2]].includes(r.survey_id)), rules, INSIDE_HOUR),
+      );
+    });
+  }
+
+  it('property: the dense buckets give the rows of the ranked ROLLUP they replace, column for column', async () => {
+    const lo = µs('2023-12-30T00:00:00Z');
+    const span = 50n * 86_400_000_000n;
+    const ruleArb = fc.oneof(
+      fc.constant<GroupByRule>({ kind: 'completion', field: 'completion' }),
+      fc.record({ minInterval: fc.constantFrom<MinInterval>('hour', 'day'), buckets: fc.integer({ min: 1, max: 100 }) }).map((r): GroupByRule => ({ kind: 'date', field: 'created_at', ...r })),
+    );
+    const run = async (q: { sql: string; params: Record<string, unknown> }) =>
+      (await svc.client.query({ query: q.sql, query_params: { ...q.params }, format: 'JSONEachRow', clickhouse_settings: PINNED_SETTINGS })).json<Rec>();
+    const runner = run as unknown as RunQuery;
+    const HOUR = 3_600_000_000n;
+    await svc.settle();
+    await fc.assert(
+      fc.asyncProperty(
+        fc.bigInt({ min: 0n, max: span }), fc.bigInt({ min: 0n, max: span }), fc.array(ruleArb, { minLength: 1, maxLength: 3 }), fc.boolean(),
+        async (a, b, rules, filtered) => {
+          const [from, to] = a <= b ? [lo + a, lo + b] : [lo + b, lo + a];
+          const filters = filtered ? [v.parse(filterSchema, { type: 'response', key: 'language', operator: 'neq', value: 'fr' }) as FilterNode] : [];
+          const selection = selectionOf(svc.orgId, '*', { filters_bool: 'AND', filters, range: { field: 'created_at', start: formatDbMicros(from), end: formatDbMicros(to) } });
+          const plans = planLevels(rules, selection.range, {});
+          const dense = compileDenseAggregation(selection, rules, plans);
+          const sorted = (rows: Rec[]) => rows.map((r) => JSON.stringify(r)).sort();
+          const fits = plans.reduce((n, p, i) => n * (p ? p.starts.length : 3), 1) <= 65_536 && plans.every((p) => !p || p.starts.length > 0);
+          if (fits) expect(dense, JSON.stringify(rules)).to.not.equal(undefined);
+          if (!dense) return;
+          const ranked = sorted(await run(compileAggregation(selection, rules, plans)));
+          expect(sorted(dense.rows(await run(dense.query) as never))).to.deep.equal(ranked);
+          // Whole hours: the rollup serves the request (dense too, compileDenseRollupAggregation), raw forced or not.
+          const hours = { ...selection, range: { start: formatDbMicros(((from + HOUR - 1n) / HOUR) * HOUR), end: formatDbMicros(((to / HOUR) * HOUR) + HOUR - 1n) } };
+          const hourPlans = planLevels(rules, hours.range, {});
+          const byRollup = await runAggregation(runner, hours, rules, { plans: hourPlans });
+          const byRaw = await runAggregation(runner, hours, rules, { plans: hourPlans, rollups: false });
+          expect(sorted(byRollup.rows as never)).to.deep.equal(sorted(byRaw.rows as never));
+          expect(sorted(byRaw.rows as never)).to.deep.equal(sorted(await run(compileAggregation(hours, rules, hourPlans))));
+        },
+      ),
+      { numRuns: 40 },
+    );
   });
 
   it('the engine bucket expression agrees with histogram.ts on random plans and instants (edges included)', async () => {
