@@ -76,8 +76,11 @@ describe('event reads from the hours (projection) agree with the rows', () => {
       fc.asyncProperty(scope, rules, async (s, r) => {
         const sc: EventSelection = { orgId: orgOf(), ...s };
         const hours = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count']);
-        const rows = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count'], run, { hours: false });
+        const rows = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count'], run, { hours: false, dense: false });
         expect(sorted(hours.rows)).to.deep.equal(sorted(rows.rows));
+        // The rows as dense buckets where they serve (timestamp levels, a range the series covers).
+        const dense = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count'], run, { hours: false });
+        expect(sorted(dense.rows)).to.deep.equal(sorted(rows.rows));
       }),
       // No event in selection and no range: an empty series, whose NULL bucket key is a constant.
       { numRuns: 60, examples: [[{ range: undefined, filters: [{ kind: 'type', op: 'in', negate: true, values: ['track', 'page', 'screen'] }], filtersBool: 'AND' }, [{ field: 'timestamp', minInterval: 'hour', buckets: 1 }]]] },
@@ -124,8 +127,10 @@ describe('event reads from the hours (projection) agree with the rows', () => {
       fc.asyncProperty(scope, rules, fc.integer({ min: 0, max: 30 }), async (s, levels, size) => {
         const selection: EventSelection = { orgId: orgOf(), ...s };
         const fromHours = await runEventAggregation(run, selection, levels as EventGroupByRule[], ['count']);
-        const fromRows = await runEventAggregation(run, selection, levels as EventGroupByRule[], ['count'], run, { hours: false });
+        const fromRows = await runEventAggregation(run, selection, levels as EventGroupByRule[], ['count'], run, { hours: false, dense: false });
         expect(sorted(fromHours.rows)).to.deep.equal(sorted(fromRows.rows));
+        const fromDense = await runEventAggregation(run, selection, levels as EventGroupByRule[], ['count'], run, { hours: false });
+        expect(sorted(fromDense.rows)).to.deep.equal(sorted(fromRows.rows));
         const page = await runEventSearch(run, { ...selection, size });
         const pageFromRows = await runEventSearch(run, { ...selection, size }, { hours: false });
         expect(page.total).to.equal(pageFromRows.total);

@@ -18,7 +18,8 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
-import { bucketIndexSql } from '../../query/histogram-sql.ts';
+import { bucketIndexInSeriesSql, bucketIndexSql } from '../../query/histogram-sql.ts';
+import { compileDenseBuckets, denseBucketRows, denseFits, type DenseLevel } from '../../query/dense-buckets.ts';
 import { MIN_INTERVALS, parseInstantMicros, planSeries, type HistogramPlan, type MinInterval } from '../../query/histogram.ts';
 import { eachDistinctOrNull } from '../../query/multi-valued.ts';
 import {
@@ -168,6 +169,59 @@ export function compileEventAggregation(selection: EventSelection, rules: readon
   return compiled(compileRankedBuckets({ source: from, keys, count, metrics: extra, limit: limit() }), bag);
 }
 
+/**
+ * How a read is answered: `hours: false` forces the rows (no projection); `dense: false` forces
+ * the ranked buckets' query (compileRankedBuckets) where dense buckets would serve. Both are the
+ * property tests' references; the service uses the defaults.
+ */
+export interface EventAggregationOptions {
+  hours?: boolean;
+  dense?: boolean;
+}
+
+/**
+ * The levels as dense buckets (src/query/dense-buckets.ts) when the rows answer the read (not the
+ * hours: hoursAnswer / userHoursAnswer) and every level is a timestamp histogram with hour or day
+ * steps whose series covers the range, which bounds the source on both sides: every event of the
+ * selection lies in exactly one bucket. Count only (unique users need an aggregate per bucket), at
+ * most MAX_TERMS_BUCKETS buckets per level (so the ranked query would cut none: the same rows).
+ * A property filter with a daily histogram is such a read: the engine then groups by one UInt16
+ * instead of planning and running the ROLLUP, its NULL bucket test and the ranking windows.
+ */
+function denseEventLevels(selection: EventSelection, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], bag: ParamBag): DenseLevel[] | undefined {
+  if (metrics.some((m) => m !== 'count')) return undefined;
+  const start = selection.range?.start !== undefined ? parseInstantMicros(selection.range.start) : null;
+  const end = selection.range?.end !== undefined ? parseInstantMicros(selection.range.end) : null;
+  if (start === null || end === null) return undefined;
+  const levels: DenseLevel[] = [];
+  for (const [i, rule] of rules.entries()) {
+    const plan = plans[i];
+    if (rule.field !== 'timestamp' || !plan || plan.starts.length > MAX_TERMS_BUCKETS || start < plan.start || end >= plan.boundary) return undefined;
+    const index = bucketIndexInSeriesSql('timestamp', plan, bag);
+    if (index === undefined) return undefined;
+    levels.push({ index, size: plan.starts.length, key: (x) => x, rolledUp: null });
+  }
+  return denseFits(levels) ? levels : undefined;
+}
+
+/** The grouped query as dense buckets and how its rows become compileEventAggregation's; undefined when the levels are not dense or the hours answer. */
+export function compileDenseEventAggregation(selection: EventSelection, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: EventAggregationOptions = {}): { query: CompiledQuery; rows(rows: readonly { k: number | string; doc_count: number | string }[]): BucketRow[] } | undefined {
+  if (options.dense === false) return undefined;
+  if (options.hours !== false && (hoursAnswer(selection, rules, metrics) || userHoursAnswer(selection, rules, metrics))) return undefined;
+  const bag = new ParamBag();
+  const levels = denseEventLevels(selection, rules, plans, metrics, bag);
+  if (!levels) return undefined;
+  const query = compiled(compileDenseBuckets(new EventSource(selection, bag).from(), levels), bag);
+  return { query, rows: (rows) => denseBucketRows(levels, rows) };
+}
+
+/** The grouped query's rows: dense buckets when they serve, else compileEventAggregation's. */
+async function eventBucketRows(run: RunQuery, selection: EventSelection, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: EventAggregationOptions = {}): Promise<BucketRow[]> {
+  const dense = compileDenseEventAggregation(selection, rules, plans, metrics, options);
+  if (dense) return dense.rows(await run<{ k: number | string; doc_count: number | string }>(dense.query));
+  return run<BucketRow>(compileEventAggregation(selection, rules, plans, metrics, options));
+}
+
 export interface EventAggregationResult {
   took: number;
   hits: { total: { value: number } };
@@ -203,9 +257,9 @@ async function planEventAggregation(fresh: RunQuery, selection: EventSelection, 
 }
 
 /** The bounds when a histogram needs them, the plans, then the grouped query. */
-export async function runEventAggregation(run: RunQuery, selection: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[], fresh = run, options: { hours?: boolean } = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: BucketRow[] }> {
+export async function runEventAggregation(run: RunQuery, selection: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[], fresh = run, options: EventAggregationOptions = {}): Promise<{ plans: (HistogramPlan | undefined)[]; rows: BucketRow[] }> {
   const plans = await planEventAggregation(fresh, selection, rules);
-  return { plans, rows: await run<BucketRow>(compileEventAggregation(selection, rules, plans, metrics, options)) };
+  return { plans, rows: await eventBucketRows(run, selection, rules, plans, metrics, options) };
 }
 
 export async function aggregateEvents(client: ClickHouseClient, selection: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<EventAggregationResult> {
@@ -214,7 +268,7 @@ export async function aggregateEvents(client: ClickHouseClient, selection: Event
     const plans = await planEventAggregation(fresh, selection, rules);
     // The releases on the timestamp histograms (src/releases/marks.ts), in the same cached answer,
     // asked beside the grouped query (both need only the plans).
-    const [rows, releases] = await Promise.all([run<BucketRow>(compileEventAggregation(selection, rules, plans, metrics)), releasesForSeries(fresh, selection.orgId, plans)]);
+    const [rows, releases] = await Promise.all([eventBucketRows(run, selection, rules, plans, metrics), releasesForSeries(fresh, selection.orgId, plans)]);
     return { plans, rows, releases };
   });
   return eventAggregationAnswer(rules, plans, rows, releases, metrics, started);
