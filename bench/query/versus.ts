@@ -5,6 +5,11 @@
  * the p95 of the service alone (the 10M targets). See bench/query/README.md.
  *
  *   node --import tsx bench/query/versus.ts [--responses 1M] [--growth] [--iterations 20] [--only Q4]
+ *     [--data-dir <dir>] [--repo <checkout>]
+ *
+ * --data-dir: the data set's DATA_DIR (default bench/.data/query-<size>; one size only, no --growth).
+ * --repo: another checkout whose service answers (its bin/tallyhouse.js), on the same data, with
+ * this bench's harness and bare side: before/after runs of two codes, alternated by the caller.
  */
 import { createClient, ClickHouseLogLevel } from '@clickhouse/client';
 import { pathToFileURL } from 'node:url';
@@ -81,6 +86,8 @@ interface Options {
   growth: boolean;
   iterations: number;
   only?: string;
+  dataDir?: string;
+  repo?: string;
   log: (line: string) => void;
 }
 
@@ -111,7 +118,7 @@ const loadavg = () => readFileSync('/proc/loadavg', 'utf8').trim().split(' ').sl
 async function runSize(responses: number, opts: Options): Promise<SizeResult> {
   const log = opts.log;
   const label = responses % 1_000_000 === 0 ? `${responses / 1_000_000}M` : responses % 1000 === 0 ? `${responses / 1000}k` : String(responses);
-  const service = await startService({ dataDir: dataDirFor(label), embeddedOnly: true, log });
+  const service = await startService({ dataDir: opts.dataDir ?? dataDirFor(label), repo: opts.repo, embeddedOnly: true, log });
   const bare = createClient({ url: service.endpoint.url, http_headers: service.endpoint.headers, database: service.config.clickhouse.database, request_timeout: 3_600_000, log: { level: ClickHouseLogLevel.OFF } });
   try {
     const client = service.client;
@@ -206,21 +213,24 @@ export async function runVersus(opts: Options) {
   return sizes;
 }
 
-const USAGE = `node --import tsx bench/query/versus.ts [--responses 1M] [--growth] [--iterations 20] [--only Q1..Q5]`;
+const USAGE = `node --import tsx bench/query/versus.ts [--responses 1M] [--growth] [--iterations 20] [--only Q1..Q5] [--data-dir <dir>] [--repo <checkout>]`;
 
 async function main(): Promise<number> {
   const flags = parseFlags(process.argv.slice(2), {
-    responses: { type: 'string' }, growth: { type: 'boolean' }, iterations: { type: 'string' }, only: { type: 'string' }, help: { type: 'boolean' },
+    responses: { type: 'string' }, growth: { type: 'boolean' }, iterations: { type: 'string' }, only: { type: 'string' }, 'data-dir': { type: 'string' }, repo: { type: 'string' }, help: { type: 'boolean' },
   }, USAGE);
   if (flags.help) {
     process.stdout.write(USAGE + '\n');
     return 0;
   }
+  if (flags['data-dir'] !== undefined && flags.growth) throw new Error('--data-dir names one data set: not with --growth');
   await runVersus({
     responses: flags.responses !== undefined ? (parseCount(flags.responses) ?? 1_000_000) : 1_000_000,
     growth: Boolean(flags.growth),
     iterations: positiveInt('iterations', flags.iterations, 20),
     only: flags.only,
+    dataDir: flags['data-dir'],
+    repo: flags.repo,
     log: (line) => process.stderr.write(`[versus] ${line}\n`),
   });
   return 0;
