@@ -17,8 +17,8 @@ import { isClusterClient } from '../clickhouse/database.ts';
 import { invalid } from '../errors.ts';
 import { planComparisons, type CompareSpec, type MicrosRange } from '../metrics/compare.ts';
 import { formatDbMicros, formatMicros, parseInstantMicros, type HistogramPlan } from '../query/histogram.ts';
-import { markReleases, releaseMarksRead, releasesForSeries, releasesOfRows, type MarkedRelease, type MarkedReleaseRow } from '../releases/marks.ts';
-import { BesideRead } from '../query/beside.ts';
+import { markReleases, releasesForSeries } from '../releases/marks.ts';
+import type { Release } from '../releases/schema.ts';
 import {
   countsByPath, planLevels, runAggregation, shapeAggregation, type AggregationResult, type AggregationRow,
 } from './aggregation.ts';
@@ -43,7 +43,7 @@ interface PeriodRows {
 interface RequestRows {
   main: PeriodRows;
   comparisons: PeriodRows[];
-  releases: MarkedRelease[];
+  releases: Release[];
 }
 
 /** The main range in µs: compare needs both ends (a comparison is defined relative to them). */
@@ -64,20 +64,11 @@ export async function runAggregationRequest(run: RunQuery, selection: ResponseSe
   // releases are then read beside the periods, not after them.
   const ranged = selection.range?.start !== undefined && selection.range?.end !== undefined;
   let periods: Promise<PeriodRows>[];
-  let releases: Promise<MarkedRelease[]> | undefined;
-  let beside: BesideRead<MarkedReleaseRow> | undefined;
+  let releases: Promise<Release[]> | undefined;
   if (!request.compare) {
     const plans = ranged ? planLevels(rules, selection.range, {}) : undefined;
-    // The releases ride in the grouped query's request when its form names its columns (one query
-    // less: ~2 ms of service and ~3.5 ms of engine CPU per Q4 request at 1M, the same wall alone on
-    // the machine, bench/query/README.md), else they are read alone beside it, as before. Either
-    // way they are read with the grouped rows, in the request cached as a whole.
-    if (plans) {
-      const marks = releaseMarksRead(selection.orgId, plans);
-      if (marks) beside = new BesideRead<MarkedReleaseRow>(marks, fresh);
-      else releases = Promise.resolve([]);
-    }
-    periods = [runAggregation(run, selection, rules, { ...options, metrics, plans, beside: beside as BesideRead<Record<string, unknown>> | undefined })];
+    periods = [runAggregation(run, selection, rules, { ...options, metrics, plans })];
+    if (plans) releases = releasesForSeries(fresh, selection.orgId, plans);
   } else {
     const range = mainRange(selection);
     const plans = planLevels(rules, selection.range, {});
@@ -94,7 +85,7 @@ export async function runAggregationRequest(run: RunQuery, selection: ResponseSe
   }
   const [main, ...comparisons] = await Promise.all(periods);
   // A series bounded by the data: its plans are known once its bounds were read.
-  const found = beside ? releasesOfRows(await beside.rows()) : await (releases ?? releasesForSeries(fresh, selection.orgId, main.plans));
+  const found = await (releases ?? releasesForSeries(fresh, selection.orgId, main.plans));
   return { main, comparisons, releases: found };
 }
 

@@ -53,7 +53,6 @@ import {
 } from './group-by.ts';
 import { parseInstantMicros, planSeries, type HistogramPlan } from '../query/histogram.ts';
 import { compileDenseBuckets, denseBucketRows, denseFits, seriesLevel, type DenseLevel } from '../query/dense-buckets.ts';
-import type { BesideRead } from '../query/beside.ts';
 import { ONE_LEVEL_COLUMNS, checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, otherDocCounts, rankOneLevel, tooManyBuckets } from '../query/ranked-buckets.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
@@ -213,7 +212,7 @@ export function compileDenseAggregation(
   const bag = new ParamBag();
   const levels = denseLevels(selection, rules, plans, metrics, bag);
   if (!levels) return undefined;
-  const query = Object.freeze({ ...compiled(compileDenseBuckets(fromSelection(selection, bag), levels), bag), columns: ['k', 'doc_count'] });
+  const query = compiled(compileDenseBuckets(fromSelection(selection, bag), levels), bag);
   return { query, rows: (rows) => denseBucketRows(levels, rows) as AggregationRow[] };
 }
 
@@ -410,11 +409,6 @@ export interface AggregationOptions extends ReadOptions {
   metrics?: readonly MetricName[];
   /** The series of the date levels, when the caller planned them (a comparison's: aggregation-request.ts). */
   plans?: readonly (HistogramPlan | undefined)[];
-  /**
-   * A small read to send in the grouped query's own request when its form names its columns, else
-   * alone beside it (src/query/beside.ts): the date levels' releases (aggregation-request.ts).
-   */
-  beside?: BesideRead<Record<string, unknown>>;
 }
 
 /**
@@ -451,12 +445,9 @@ export async function runAggregation(run: RunQuery, selection: ResponseSelection
  */
 export async function groupedRows(run: RunQuery, selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], options: AggregationOptions = {}): Promise<AggregationRow[]> {
   const metrics = options.metrics ?? [];
-  const { beside } = options;
-  // The beside read rides in the grouped query's request (or goes alone when that cannot carry it).
-  const send = async <R>(q: NamedRead): Promise<R[]> => (beside ? beside.split<R>(await run(beside.attach(q))) : run<R>(q));
   const raw = async () => {
     const dense = compileDenseAggregation(selection, rules, plans, metrics);
-    return dense ? dense.rows(await send<{ k: number; doc_count: number }>(dense.query)) : send<AggregationRow>(compileAggregation(selection, rules, plans, undefined, metrics));
+    return dense ? dense.rows(await run<{ k: number; doc_count: number }>(dense.query)) : run<AggregationRow>(compileAggregation(selection, rules, plans, undefined, metrics));
   };
   const grain = rollupGrain(selection, rules, plans, metrics, options);
   if (!grain) return raw();
@@ -465,12 +456,9 @@ export async function groupedRows(run: RunQuery, selection: ResponseSelection, r
   const compile = (pending: Pending) => {
     const cover = rollupCover(selection.range, pending, grain);
     dense = cover ? compileDenseRollupAggregation(selection, rules, plans, cover, metrics) : undefined;
-    const q = dense ? dense.query : compileAggregation(selection, rules, plans, cover ?? undefined, metrics);
-    return beside ? beside.attach(q) : q;
+    return dense ? dense.query : compileAggregation(selection, rules, plans, cover ?? undefined, metrics);
   };
-  // The rows runWithPending returns are those of the last query compile gave: split them as attached.
-  const checked = (await runWithPending<AggregationRow>(run, options.fresh ?? run, selection.orgId, compile, options.marksFirst))!;
-  const read = beside ? beside.split<AggregationRow>(checked) : checked;
+  const read = (await runWithPending<AggregationRow>(run, options.fresh ?? run, selection.orgId, compile, options.marksFirst))!;
   const rows = dense ? dense.rows(read as never) : read;
   // An answer filter's slices found incomplete: the raw table.
   return otherDocCounts(checkedRows(selection, rows) ?? (await raw())) as AggregationRow[];
