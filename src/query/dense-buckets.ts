@@ -13,6 +13,10 @@
  * rolled-up keys included): depth 0 (the total) and every bucket whose count is not 0, no ranking
  * (every level is bounded: nothing is cut), `other_doc_count` 0.
  */
+import type { ParamBag } from '../clickhouse/sql.ts';
+import { parseInstantMicros, type HistogramPlan } from './histogram.ts';
+import { bucketIndexInSeriesSql } from './histogram-sql.ts';
+import { MAX_TERMS_BUCKETS } from './ranked-buckets.ts';
 import type { BucketRow } from './shape.ts';
 
 /** Packed keys fit a UInt16. */
@@ -39,6 +43,24 @@ export interface DenseLevel {
 /** Whether the levels' buckets, multiplied, fit the packed key. */
 export function denseFits(levels: readonly DenseLevel[]): boolean {
   return levels.length > 0 && levels.every((l) => Number.isInteger(l.size) && l.size > 0) && levels.reduce((n, l) => n * l.size, 1) <= MAX_DENSE_BUCKETS;
+}
+
+/**
+ * A date histogram as a dense level: `column`'s bucket index in the plan's series, for a source
+ * bounded on `column` by `range` (start and end inclusive). Every record of such a source lies in
+ * exactly one bucket when the range gives both sides and the series covers them (plan.start <=
+ * start, end < plan.boundary): then the index needs no series test and is never NULL
+ * (bucketIndexInSeriesSql; hour and day steps only). At most MAX_TERMS_BUCKETS buckets, so the
+ * ranked query this replaces would cut none (the same rows). undefined when any of this fails: the
+ * caller reads the ranked way. Each feature maps its own rules to levels; this is the date part.
+ */
+export function seriesLevel(column: string, plan: HistogramPlan | undefined, range: { start?: string; end?: string } | undefined, bag: ParamBag): DenseLevel | undefined {
+  if (!plan || plan.starts.length > MAX_TERMS_BUCKETS || range?.start === undefined || range.end === undefined) return undefined;
+  const start = parseInstantMicros(range.start);
+  const end = parseInstantMicros(range.end);
+  if (start === null || end === null || start < plan.start || end >= plan.boundary) return undefined;
+  const index = bucketIndexInSeriesSql(column, plan, bag);
+  return index === undefined ? undefined : { index, size: plan.starts.length, key: (i) => i, rolledUp: null };
 }
 
 /**

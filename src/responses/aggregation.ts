@@ -52,8 +52,7 @@ import {
   type GroupByRule,
 } from './group-by.ts';
 import { parseInstantMicros, planSeries, type HistogramPlan } from '../query/histogram.ts';
-import { bucketIndexInSeriesSql } from '../query/histogram-sql.ts';
-import { compileDenseBuckets, denseBucketRows, denseFits, type DenseLevel } from '../query/dense-buckets.ts';
+import { compileDenseBuckets, denseBucketRows, denseFits, seriesLevel, type DenseLevel } from '../query/dense-buckets.ts';
 import { ONE_LEVEL_COLUMNS, checkDenseBuckets, compileRankedBuckets, docCountSql as rankedDocCountSql, otherDocCounts, rankOneLevel, tooManyBuckets } from '../query/ranked-buckets.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../query/shape.ts';
 import { isFirstOfLevelSql } from '../query/multi-valued.ts';
@@ -182,8 +181,6 @@ export function compileAggregation(
  */
 function denseLevels(selection: ResponseSelection, rules: readonly GroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly MetricName[], bag: ParamBag): DenseLevel[] | undefined {
   if (metrics.length > 0) return undefined;
-  const start = selection.range?.start !== undefined ? parseInstantMicros(selection.range.start) : null;
-  const end = selection.range?.end !== undefined ? parseInstantMicros(selection.range.end) : null;
   const levels: DenseLevel[] = [];
   for (const [i, rule] of rules.entries()) {
     if (rule.kind === 'completion') {
@@ -191,11 +188,10 @@ function denseLevels(selection: ResponseSelection, rules: readonly GroupByRule[]
       levels.push({ index: 'toUInt8(completion)', size: COMPLETION_VALUES.length, key: (x) => COMPLETION_VALUES[x], rolledUp: COMPLETION_VALUES[0] });
       continue;
     }
-    const plan = plans[i];
-    if (rule.kind !== 'date' || rule.field !== 'created_at' || !plan || start === null || end === null || start < plan.start || end >= plan.boundary) return undefined;
-    const index = bucketIndexInSeriesSql(DATE_FIELD_COLUMNS.created_at, plan, bag);
-    if (index === undefined) return undefined;
-    levels.push({ index, size: plan.starts.length, key: (x) => x, rolledUp: null });
+    // The selection is bounded by its range on created_at (compile.ts), as seriesLevel needs.
+    const level = rule.kind === 'date' && rule.field === 'created_at' ? seriesLevel(DATE_FIELD_COLUMNS.created_at, plans[i], selection.range, bag) : undefined;
+    if (!level) return undefined;
+    levels.push(level);
   }
   return denseFits(levels) ? levels : undefined;
 }

@@ -18,8 +18,8 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../../clickhouse/sql.ts';
-import { bucketIndexInSeriesSql, bucketIndexSql } from '../../query/histogram-sql.ts';
-import { compileDenseBuckets, denseBucketRows, denseFits, type DenseLevel } from '../../query/dense-buckets.ts';
+import { bucketIndexSql } from '../../query/histogram-sql.ts';
+import { compileDenseBuckets, denseBucketRows, denseFits, seriesLevel, type DenseLevel } from '../../query/dense-buckets.ts';
 import { MIN_INTERVALS, parseInstantMicros, planSeries, type HistogramPlan, type MinInterval } from '../../query/histogram.ts';
 import { eachDistinctOrNull } from '../../query/multi-valued.ts';
 import {
@@ -190,16 +190,12 @@ export interface EventAggregationOptions {
  */
 function denseEventLevels(selection: EventSelection, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], bag: ParamBag): DenseLevel[] | undefined {
   if (metrics.some((m) => m !== 'count')) return undefined;
-  const start = selection.range?.start !== undefined ? parseInstantMicros(selection.range.start) : null;
-  const end = selection.range?.end !== undefined ? parseInstantMicros(selection.range.end) : null;
-  if (start === null || end === null) return undefined;
   const levels: DenseLevel[] = [];
   for (const [i, rule] of rules.entries()) {
-    const plan = plans[i];
-    if (rule.field !== 'timestamp' || !plan || plan.starts.length > MAX_TERMS_BUCKETS || start < plan.start || end >= plan.boundary) return undefined;
-    const index = bucketIndexInSeriesSql('timestamp', plan, bag);
-    if (index === undefined) return undefined;
-    levels.push({ index, size: plan.starts.length, key: (x) => x, rolledUp: null });
+    // The selection is bounded by its range on timestamp (source.ts), as seriesLevel needs.
+    const level = rule.field === 'timestamp' ? seriesLevel('timestamp', plans[i], selection.range, bag) : undefined;
+    if (!level) return undefined;
+    levels.push(level);
   }
   return denseFits(levels) ? levels : undefined;
 }
