@@ -43,7 +43,6 @@
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { hash } from 'node:crypto';
-import { leanEngine } from '../clickhouse/database.ts';
 import { RowBinaryReader } from '../clickhouse/rowbinary.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { orgsCondition, type TenantTable } from '../clickhouse/tenant.ts';
@@ -101,35 +100,6 @@ const PART_TOP = "toUInt64(splitByChar('_', _part)[3])";
  * ~0.3-0.4 ms less engine CPU a read, the same rows (bench/ingest/README.md, 2026-11-27).
  */
 export const PARTS_LIST_SETTINGS: ClickHouseSettings = { allow_experimental_analyzer: 0 };
-
-/** An active part of a table, as system.parts lists it (block numbers as decimal text). */
-export interface ActivePart {
-  partition: string;
-  level: string;
-  min: string;
-  max: string;
-}
-
-/**
- * The active parts of `table` (of the service database) with a block number above `from`: the
- * parts-list read a writer makes after its INSERT (ClaimView.ownPartsOnly, the user numbers'
- * round). On the embedded engine it takes the lean path (database.ts LeanEngine): it is on every
- * flush's serial path.
- */
-export async function partsAbove(client: ClickHouseClient, table: string, from: bigint): Promise<ActivePart[]> {
-  const query = `SELECT partition_id, level, toString(min_block_number), toString(max_block_number) FROM system.parts
-       WHERE database = currentDatabase() AND table = {t:String} AND active AND max_block_number > {w:UInt64}`;
-  const params = { t: table, w: from.toString() };
-  const lean = leanEngine(client);
-  const text = lean
-    ? (await lean.request(`${query} FORMAT TabSeparated`, { params, settings: PARTS_LIST_SETTINGS })).toString('latin1')
-    : await (await client.query({ query, query_params: params, format: 'TabSeparated', clickhouse_settings: PARTS_LIST_SETTINGS })).text();
-  if (text === '') return [];
-  return text.slice(0, -1).split('\n').map((line) => {
-    const [partition, level, min, max] = line.split('\t');
-    return { partition, level, min, max };
-  });
-}
 
 /** A claim row of `advance`'s RowBinary read: block UInt64, key FixedString(16), row id and scope UUIDs, time Int64. */
 const CLAIM_ROW_BYTES = 8 + 16 + 16 + 16 + 8;
@@ -368,12 +338,18 @@ export class ClaimView {
 
   /** `advance`'s parts-list case: the first and the last block when every part above `from` is the caller's. */
   private async ownPartsOnly(client: ClickHouseClient, from: bigint, ownPartitions: ReadonlySet<string>): Promise<{ first: bigint; top: bigint } | undefined> {
-    const parts = await partsAbove(client, this.source.table, from);
+    const parts = await this.rows(
+      client,
+      `SELECT partition_id, level, toString(min_block_number), toString(max_block_number) FROM system.parts
+       WHERE database = currentDatabase() AND table = {t:String} AND active AND max_block_number > {w:UInt64}`,
+      { t: this.source.table, w: from.toString() },
+      PARTS_LIST_SETTINGS,
+    );
     if (parts.length !== ownPartitions.size) return undefined;
     const seen = new Set<string>();
     let first: bigint | undefined;
     let top = from;
-    for (const { partition, level, min, max } of parts) {
+    for (const [partition, level, min, max] of parts) {
       if (level !== '0' || min !== max || !ownPartitions.has(partition) || seen.has(partition)) return undefined;
       seen.add(partition);
       const block = BigInt(max);

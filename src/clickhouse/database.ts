@@ -1,5 +1,4 @@
-import { ClickHouseLogLevel, createClient, parseError, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
-import { Agent, request as httpRequest } from 'node:http';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { unavailable } from '../errors.ts';
@@ -36,9 +35,6 @@ export interface DatabaseNode {
   admin: ClickHouseClient;
 }
 
-/** How long a statement may take before the request is given up (the client's and the lean path's). */
-const REQUEST_TIMEOUT_MS = 60_000;
-
 const EMBEDDED_IDLE_SOCKET_TTL_MS = (ENGINE_KEEP_ALIVE_TIMEOUT_S * 1000) / 2;
 
 /** The clients of a cluster's Distributed tables (clusterSettings), whose queries the initiator splits per table. */
@@ -52,7 +48,7 @@ export function buildClient(endpoint: EngineEndpoint, config: Config, database: 
     password: config.clickhouse.password,
     database,
     http_headers: endpoint.headers,
-    request_timeout: REQUEST_TIMEOUT_MS,
+    request_timeout: 60_000,
     max_open_connections: maxOpenConnections,
     // Query parameters go in a multipart/form-data body once they would make a long URL: filter
     // values can total megabytes, past the engine's 1 MiB URL cap (see sql.ts MAX_PARAM_BYTES).
@@ -71,105 +67,8 @@ export function buildClient(endpoint: EngineEndpoint, config: Config, database: 
     },
   });
   if (Object.keys(clusterSettings(config)).length > 0) clusterClients.add(client);
-  // The embedded engine (one engine on loopback, no cluster): the write path's statements also get
-  // the lean path below, with the same endpoint, database, headers and settings as the client.
-  if (!config.clickhouse.url && config.embeddedShards <= 1) {
-    const lean = new LeanEngine(endpoint, database, maxOpenConnections);
-    leanEngines.set(client, lean);
-    const close = client.close.bind(client);
-    client.close = async () => {
-      lean.close();
-      await close();
-    };
-  }
   return client;
 }
-
-/**
- * A lean request path to the embedded engine, for the statements a flush of events waits for in
- * series (the user-number claims, the parts lists, the INSERT into events): one plain node:http
- * request on a keep-alive socket, the body written as it is, the answer read whole.
- *
- * Why: @clickhouse/client 1.23 costs ~3.7 ms more a round trip than a plain request to the same
- * engine with the same settings (7.1 against 3.3 ms for a parts-list read with little else running: a `setTimeout(0)` before
- * every request, an abort controller, stream pipelines both ways), ~1.2-1.9 ms of it CPU on the
- * service's one thread; a flush makes 3-5 such round trips in series, and under the closed loop's
- * load the service thread waits for a core as long again (bench/ingest/README.md, 2026-11-27
- * 06:00). Reads and everything else keep the client.
- *
- * Same contract as the client: every pinned setting (settings.ts) goes with every statement, then
- * the statement's own; a failure the engine reports (a status other than 200, or an exception
- * header) rejects with the client's ClickHouseError parsed from the same text, so error mapping
- * (errors.ts) is unchanged; a connection failure rejects with the socket's error; a statement gets
- * the client's request timeout. `wait_end_of_query=1` on every statement: the engine buffers the
- * answer, so an exception is never a 200 cut short.
- * Parameters are only plain identifiers and numbers (the hot path has no other), so no escaping
- * is needed; anything else is a bug and throws before sending.
- */
-export class LeanEngine {
-  private readonly agent: Agent;
-  private readonly base: string;
-  constructor(
-    readonly endpoint: EngineEndpoint,
-    database: string | undefined,
-    maxSockets: number,
-  ) {
-    // keepAlive: Node's agent keeps a free socket while the engine's announced Keep-Alive timeout
-    // (ENGINE_KEEP_ALIVE_TIMEOUT_S) allows, less its 1 s safety margin; noDelay is Node's default.
-    this.agent = new Agent({ keepAlive: true, maxSockets });
-    const u = new URL(endpoint.url);
-    if (database) u.searchParams.set('database', database);
-    for (const [k, v] of Object.entries({ ...PINNED_SETTINGS, wait_end_of_query: 1 })) u.searchParams.set(k, String(v));
-    this.base = u.toString();
-  }
-
-  /** Runs one statement; `body`: the INSERT's data, written as it is. Resolves to the answer's bytes. */
-  request(query: string, opts: { body?: readonly Buffer[]; params?: Record<string, string | number | bigint>; settings?: ClickHouseSettings } = {}): Promise<Buffer> {
-    const extra = new URLSearchParams();
-    for (const [k, v] of Object.entries(opts.settings ?? {})) extra.set(k, String(v));
-    for (const [k, v] of Object.entries(opts.params ?? {})) {
-      if (typeof v === 'string' && !/^[A-Za-z0-9_.]*$/.test(v)) throw new Error(`lean engine request: parameter ${k} is not a plain word`);
-      extra.set(`param_${k}`, String(v));
-    }
-    // Without a body the statement is the body, so that its length is not bound by the URL's.
-    const body = opts.body ?? [];
-    if (body.length > 0) extra.set('query', query);
-    const url = extra.size > 0 ? `${this.base}&${extra.toString()}` : this.base;
-    return this.send(url, body.length > 0 ? body : [Buffer.from(query)]);
-  }
-
-  private send(url: string, body: readonly Buffer[]): Promise<Buffer> {
-    let length = 0;
-    for (const b of body) length += b.length;
-    return new Promise((resolve, reject) => {
-      const req = httpRequest(url, { method: 'POST', agent: this.agent, headers: { ...this.endpoint.headers, 'Content-Length': length } }, (res) => {
-        const parts: Buffer[] = [];
-        res.on('data', (b: Buffer) => parts.push(b));
-        res.on('error', reject);
-        res.on('end', () => {
-          const answer = parts.length === 1 ? parts[0] : Buffer.concat(parts);
-          if (res.statusCode !== 200 || res.headers['x-clickhouse-exception-code'] !== undefined) reject(parseError(answer.toString('utf8')));
-          else resolve(answer);
-        });
-      });
-      req.on('error', reject);
-      req.setTimeout(REQUEST_TIMEOUT_MS, () => req.destroy(new Error('Timeout error.')));
-      req.cork();
-      for (const b of body) req.write(b);
-      req.end();
-      req.uncork();
-    });
-  }
-
-  close(): void {
-    this.agent.destroy();
-  }
-}
-
-const leanEngines = new WeakMap<ClickHouseClient, LeanEngine>();
-
-/** The lean path to the engine behind this client (the embedded engine's clients only), if any. */
-export const leanEngine = (client: ClickHouseClient): LeanEngine | undefined => leanEngines.get(client);
 
 /**
  * Cluster mode, every query: a write of one request reaches its shard before the INSERT answers

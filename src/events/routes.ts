@@ -1,7 +1,6 @@
-import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import type { ClickHouseClient } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import type { ClaimView } from '../claims/claims.ts';
-import { leanEngine } from '../clickhouse/database.ts';
 import { insertDataError } from '../clickhouse/errors.ts';
 import type { AppDeps } from '../server/context.ts';
 import { answer, defineRoute, type Feature } from '../server/route.ts';
@@ -87,24 +86,20 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> 
  * same INSERT. Resolves once ClickHouse has acknowledged it.
  */
 export async function insertEvents(client: ClickHouseClient, chunks: readonly Buffer[], table = 'events'): Promise<void> {
-  const query = table === 'events' ? INSERT_EVENTS : insertInto(table);
-  const settings: ClickHouseSettings = {
-    async_insert: 0,
-    wait_end_of_query: 1,
-    // One block for the whole body, whatever its size (the engine squashes parsed rows until
-    // either threshold is reached): it writes nothing before all of it is parsed, so a body it
-    // refuses left no part behind (GroupCommitter relies on it). The defaults (~1M rows, 256 MiB)
-    // would allow several blocks for a flush of INGEST_BATCH_ROWS=1000000 or of large events.
-    min_insert_block_size_rows: '1000000000000',
-    min_insert_block_size_bytes: '1000000000000',
-  };
-  // The embedded engine: the lean path (database.ts LeanEngine), the same statement and settings.
-  const lean = leanEngine(client);
-  if (lean) {
-    await lean.request(query, { body: chunks, settings });
-    return;
-  }
-  const result = await client.exec({ query, values: Readable.from(chunks, { objectMode: false }), clickhouse_settings: settings });
+  const result = await client.exec({
+    query: table === 'events' ? INSERT_EVENTS : insertInto(table),
+    values: Readable.from(chunks, { objectMode: false }),
+    clickhouse_settings: {
+      async_insert: 0,
+      wait_end_of_query: 1,
+      // One block for the whole body, whatever its size (the engine squashes parsed rows until
+      // either threshold is reached): it writes nothing before all of it is parsed, so a body it
+      // refuses left no part behind (GroupCommitter relies on it). The defaults (~1M rows, 256 MiB)
+      // would allow several blocks for a flush of INGEST_BATCH_ROWS=1000000 or of large events.
+      min_insert_block_size_rows: '1000000000000',
+      min_insert_block_size_bytes: '1000000000000',
+    },
+  });
   // An INSERT answers with an empty body; read it to the end so the socket goes back to the pool.
   for await (const _ of result.stream);
 }

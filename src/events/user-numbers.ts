@@ -53,15 +53,14 @@
  * again, and its flushes look their users up (`lookUp`, one query per flush, then the claims and
  * another lookup for new users): slower, never weaker.
  */
-import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
+import type { ClickHouseClient } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import { stringify as stringifyUuid } from 'uuid';
 import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { orgsCondition, TenantOrg } from '../clickhouse/tenant.ts';
 import { unavailable } from '../errors.ts';
-import { partsAbove } from '../claims/claims.ts';
-import { leanEngine } from '../clickhouse/database.ts';
+import { PARTS_LIST_SETTINGS } from '../claims/claims.ts';
 import type { EventChunk } from './encode.ts';
 
 export const USER_NUMBERS_TABLE = 'event_user_numbers';
@@ -263,14 +262,12 @@ export class UserNumbers {
       proposals.set(orgId, mine);
     }
     // One block, so one part per shard: the claims of one organization get one block number.
-    const query = `INSERT INTO ${USER_NUMBERS_TABLE} (org_id, user_id, num) FORMAT RowBinary`;
-    const settings: ClickHouseSettings = { async_insert: 0, wait_end_of_query: 1 };
-    const lean = leanEngine(client);
-    if (lean) await lean.request(query, { body: [w.finish()], settings });
-    else {
-      const result = await client.exec({ query, values: Readable.from([w.finish()], { objectMode: false }), clickhouse_settings: settings });
-      for await (const _ of result.stream);
-    }
+    const result = await client.exec({
+      query: `INSERT INTO ${USER_NUMBERS_TABLE} (org_id, user_id, num) FORMAT RowBinary`,
+      values: Readable.from([w.finish()], { objectMode: false }),
+      clickhouse_settings: { async_insert: 0, wait_end_of_query: 1 },
+    });
+    for await (const _ of result.stream);
     return proposals;
   }
 
@@ -321,9 +318,16 @@ export class UserNumbers {
    * proposals are all valid. They are applied in order and the watermark moves to its block.
    */
   private async applyIfAlone(client: ClickHouseClient, proposals: Proposals): Promise<boolean> {
-    const parts = await partsAbove(client, USER_NUMBERS_TABLE, this.watermark);
-    if (parts.length !== 1 || parts[0].level !== '0' || parts[0].min !== parts[0].max) return false;
-    const block = BigInt(parts[0].max);
+    const rs = await client.query({
+      query: `SELECT level, toString(min_block_number) AS lo, toString(max_block_number) AS hi FROM system.parts
+              WHERE database = currentDatabase() AND table = {t:String} AND active AND max_block_number > {w:UInt64}`,
+      query_params: { t: USER_NUMBERS_TABLE, w: this.watermark.toString() },
+      format: 'JSONEachRow',
+      clickhouse_settings: PARTS_LIST_SETTINGS,
+    });
+    const parts = await rs.json<{ level: number; lo: string; hi: string }>();
+    if (parts.length !== 1 || Number(parts[0].level) !== 0 || parts[0].lo !== parts[0].hi) return false;
+    const block = BigInt(parts[0].hi);
     for (const [orgId, mine] of proposals) {
       const org = this.org(orgId);
       if (org.lookedUp) continue;
