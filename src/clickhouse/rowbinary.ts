@@ -72,6 +72,42 @@ export class RowBinaryWriter {
     this.at = this.start;
   }
 
+  /** Drops what was written after the piece's first `length` bytes (a `length` read before). */
+  rewind(length: number): void {
+    this.at = this.start + length;
+  }
+
+  /**
+   * Makes room for `bytes` more, for the unchecked writes of `asciiByte`/`asciiText` (a String
+   * written in parts: its length first, then exactly that many bytes).
+   */
+  reserve(bytes: number): void {
+    this.room(bytes);
+  }
+
+  /** One byte, with room reserved (`reserve`). */
+  asciiByte(c: number): void {
+    this.buf[this.at++] = c;
+  }
+
+  /**
+   * The characters of `s`, one byte each, with room reserved (`reserve`): true when each is in
+   * 0x20..0x7f and, unless `quotable`, neither `"` nor `\` (text JSON writes as it is). Else
+   * false, having written some of them: the caller rewinds.
+   */
+  asciiText(s: string, quotable: boolean): boolean {
+    const buf = this.buf;
+    const at = this.at;
+    const len = s.length;
+    for (let i = 0; i < len; i++) {
+      const c = s.charCodeAt(i);
+      if (c < 0x20 || c > 0x7f || (!quotable && (c === 0x22 || c === 0x5c))) return false;
+      buf[at + i] = c;
+    }
+    this.at = at + len;
+    return true;
+  }
+
   /** Makes room for `bytes` more: a new buffer holds the current piece when this one is full. */
   private room(bytes: number): void {
     if (this.at + bytes <= this.buf.length) return;
@@ -233,14 +269,17 @@ export class RowBinaryWriter {
         return len;
       }
     }
+    // The text is written after the shortest prefix its length allows (its UTF-8 is at least one
+    // byte a UTF-16 unit), with room for the longest; moved forward in the rare case its UTF-8
+    // needs a longer prefix (non-ASCII text across 128, 16384... bytes).
     const max = len * 3 + extra;
-    const width = varintWidth(max);
-    this.room(width + max);
+    const width = varintWidth(len + extra);
+    this.room(varintWidth(max) + max);
     const start = this.at + width;
     if (extra) this.buf[start] = tag;
     const n = len === 0 ? 0 : this.buf.write(s, start + extra, 'utf8');
     const need = varintWidth(n + extra);
-    if (need < width) this.buf.copyWithin(this.at + need, start, start + extra + n);
+    if (need > width) this.buf.copyWithin(this.at + need, start, start + extra + n);
     this.at = writeVarint(this.buf, this.at, n + extra) + extra + n;
     return n;
   }

@@ -139,10 +139,19 @@ export const EVENT_COLUMNS = [
   'user_num',
 ] as const;
 
-const NIL = new Uint8Array(16);
 const NO_KEY = Buffer.alloc(16);
-const NO_USER_NUM = new Uint8Array(4);
+const NO_USER_NUM = Buffer.alloc(4);
 const COPILOT_NAMES: ReadonlySet<string> = new Set(COPILOT_EVENT_NAMES);
+
+/** A UUID's RFC 9562 bytes in RowBinary's order (each 8-byte half little endian). */
+function uuidRowBytes(b: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(16);
+  for (let i = 0; i < 8; i++) {
+    out[i] = b[7 - i];
+    out[8 + i] = b[15 - i];
+  }
+  return out;
+}
 
 /** Thrown inside the walk when an item is not plainly valid: the schema decides. */
 class NotPlain extends Error {}
@@ -175,7 +184,8 @@ export function fastEncode(raw: unknown, orgId: string, receivedAt: Date, random
  */
 export function encodeItems(items: readonly unknown[], orgId: string, receivedAt: Date, check: boolean, randomIds: (b: Buffer) => void = randomFillSync): EventChunk {
   const n = items.length;
-  const org = parseUuid(orgId);
+  // The organization's UUID as RowBinary writes it (RowBinaryWriter.uuidBytes), once a request.
+  const org = uuidRowBytes(parseUuid(orgId));
   const received = receivedAt.getTime();
   // Row i's event id at 16 x i, its user id if anonymous at 16 x (n + i): the first half is the
   // chunk's event ids as they are.
@@ -203,7 +213,7 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     if (type !== 'identify' && type !== 'track' && type !== 'group.assign' && type !== 'group.unassign' && type !== 'page' && type !== 'screen' && type !== 'copilot') {
       throw notPlain;
     }
-    w.uuidBytes(org);
+    w.bytes(org);
     w.string(type);
     w.uint16(seq);
     w.uuidBytes(ids, 16 * seq);
@@ -256,13 +266,13 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     switch (type) {
       case 'identify':
         w.empty();
-        w.uuidBytes(NIL);
+        w.zeros(16);
         empties(w, 2);
         empties(w, 9);
         break;
       case 'track':
         w.string(required(item.event_name, MAX_CHARS.event_name, check));
-        w.uuidBytes(NIL);
+        w.zeros(16);
         empties(w, 11);
         break;
       case 'group.assign':
@@ -278,14 +288,14 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
       }
       case 'page':
         w.empty();
-        w.uuidBytes(NIL);
+        w.zeros(16);
         empties(w, 2);
         w.string(required(item.url, MAX_CHARS.url, check));
         empties(w, 8);
         break;
       case 'screen':
         w.empty();
-        w.uuidBytes(NIL);
+        w.zeros(16);
         empties(w, 3);
         w.string(required(item.screen_name, MAX_CHARS.screen_name, check));
         empties(w, 7);
@@ -294,7 +304,7 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
         const name = item.event_name;
         if (typeof name !== 'string' || !COPILOT_NAMES.has(name)) throw notPlain;
         w.string(name);
-        w.uuidBytes(NIL);
+        w.zeros(16);
         empties(w, 4);
         w.string(required(item.agent_id, MAX_CHARS.agent_id, check));
         const conversation = name !== 'service_copilot_conversion';
@@ -321,36 +331,70 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
  * (Map(String, String): the number of entries, then each key and value) of rows.ts
  * propertyMapValue: the typed values the reads filter and group on, computed here once rather than
  * by the engine from the JSON text at every INSERT. An object or array value is stringified once,
- * for both: the text is then built from the values' texts, as JSON.stringify writes it (keys in
- * Object.keys order, undefined values left out); without such values one JSON.stringify call is
- * cheaper.
+ * for both, and a number's text is made once. The text is JSON.stringify's (keys in Object.keys
+ * order, undefined values left out): written here byte by byte when every key and string is
+ * printable ASCII with nothing to escape (its length is then known before it is written: no
+ * string is built), else built from the values' texts, or by one JSON.stringify call.
  */
 function writeProperties(w: RowBinaryWriter, properties: Record<string, unknown>, check: boolean): void {
   const keys = Object.keys(properties);
   let entries = 0;
-  let nested: string[] | undefined;
+  // The JSON text of a number or object value, by key index.
+  let texts: string[] | undefined;
+  let nested = false;
+  // The text's length when it is written as it is (-1: it is not: a value JSON.stringify leaves
+  // out): the braces, the commas, and per key its quotes, colon and value.
+  let length = keys.length === 0 ? 2 : keys.length + 1;
   for (let i = 0; i < keys.length; i++) {
     const value = properties[keys[i]];
-    const type = typeof value;
-    if (type === 'string' || type === 'number' || type === 'boolean') entries++;
-    else if (type === 'object' && value !== null) {
-      entries++;
-      (nested ??= new Array<string>(keys.length))[i] = JSON.stringify(value);
+    length += keys[i].length + 3;
+    switch (typeof value) {
+      case 'string':
+        entries++;
+        length += value.length + 2;
+        break;
+      case 'number': {
+        entries++;
+        // JSON.stringify's text of a number: a finite one's is its String (JSON has no others).
+        const text = Number.isFinite(value) ? String(value) : 'null';
+        (texts ??= new Array<string>(keys.length))[i] = text;
+        length += text.length;
+        break;
+      }
+      case 'boolean':
+        entries++;
+        length += value ? 4 : 5;
+        break;
+      case 'object':
+        if (value === null) length += 4;
+        else {
+          entries++;
+          nested = true;
+          const text = JSON.stringify(value);
+          (texts ??= new Array<string>(keys.length))[i] = text;
+          length += text.length;
+        }
+        break;
+      default:
+        length = -1;
     }
+    if (length < 0) break;
   }
-  let text: string;
-  if (!nested) text = JSON.stringify(properties);
-  else {
-    text = '{';
-    for (let i = 0; i < keys.length; i++) {
-      const value = properties[keys[i]];
-      const json = nested[i] ?? JSON.stringify(value);
-      if (json === undefined) continue;
-      text += (text.length === 1 ? '' : ',') + JSON.stringify(keys[i]) + ':' + json;
+  if (length < 0 || !writePlainText(w, properties, keys, texts, length)) {
+    let text: string;
+    if (!nested) text = JSON.stringify(properties);
+    else {
+      text = '{';
+      for (let i = 0; i < keys.length; i++) {
+        const value = properties[keys[i]];
+        const json = (typeof value === 'object' && value !== null ? texts![i] : undefined) ?? JSON.stringify(value);
+        if (json === undefined) continue;
+        text += (text.length === 1 ? '' : ',') + JSON.stringify(keys[i]) + ':' + json;
+      }
+      text += '}';
     }
-    text += '}';
-  }
-  if (w.string(text) > MAX_PROPERTIES_BYTES && check) throw notPlain;
+    if (w.string(text) > MAX_PROPERTIES_BYTES && check) throw notPlain;
+  } else if (length > MAX_PROPERTIES_BYTES && check) throw notPlain;
   w.varint(entries);
   if (entries === 0) return;
   // propertyMapValue's type letter and text, written without building 's' + value.
@@ -363,8 +407,7 @@ function writeProperties(w: RowBinaryWriter, properties: Record<string, unknown>
         break;
       case 'number':
         w.string(keys[i]);
-        // JSON.stringify's text of a number: a finite one's is its String (JSON has no others).
-        w.taggedString(N, Number.isFinite(value) ? String(value) : 'null');
+        w.taggedString(N, texts![i]);
         break;
       case 'boolean':
         w.string(keys[i]);
@@ -373,10 +416,50 @@ function writeProperties(w: RowBinaryWriter, properties: Record<string, unknown>
       case 'object':
         if (value === null) break;
         w.string(keys[i]);
-        w.taggedString(O, nested![i]);
+        w.taggedString(O, texts![i]);
         break;
     }
   }
+}
+
+/**
+ * The properties' JSON text as a String of `length` bytes, written character by character, when
+ * it is printable ASCII with nothing to escape (then JSON.stringify's text is the characters as
+ * they are, one byte each); false, with nothing written, otherwise.
+ */
+function writePlainText(w: RowBinaryWriter, properties: Record<string, unknown>, keys: readonly string[], texts: readonly string[] | undefined, length: number): boolean {
+  const mark = w.length;
+  w.varint(length);
+  w.reserve(length);
+  w.asciiByte(0x7b);
+  for (let i = 0; i < keys.length; i++) {
+    if (i > 0) w.asciiByte(0x2c);
+    w.asciiByte(0x22);
+    if (!w.asciiText(keys[i], false)) return rewound(w, mark);
+    w.asciiByte(0x22);
+    w.asciiByte(0x3a);
+    const value = properties[keys[i]];
+    switch (typeof value) {
+      case 'string':
+        w.asciiByte(0x22);
+        if (!w.asciiText(value, false)) return rewound(w, mark);
+        w.asciiByte(0x22);
+        break;
+      case 'boolean':
+        w.asciiText(value ? 'true' : 'false', true);
+        break;
+      default:
+        // A number's or an object's JSON text (may hold quotes and escapes), or null.
+        if (!w.asciiText(value === null ? 'null' : texts![i], true)) return rewound(w, mark);
+    }
+  }
+  w.asciiByte(0x7d);
+  return true;
+}
+
+function rewound(w: RowBinaryWriter, mark: number): false {
+  w.rewind(mark);
+  return false;
 }
 
 const S = 0x73;

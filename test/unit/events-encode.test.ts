@@ -100,6 +100,24 @@ const properties = fc.oneof(
   { weight: 3, arbitrary: fc.constant(undefined) },
   { weight: 1, arbitrary: fc.constant(null) },
   { weight: 6, arbitrary: fc.dictionary(fc.string({ maxLength: 6 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 5 }) },
+  // Any text in keys and values (control characters, quotes, backslashes, DEL, non-ASCII): the
+  // encoder writes plain ASCII text itself and leaves the rest to JSON.stringify.
+  {
+    weight: 3,
+    arbitrary: fc.dictionary(
+      fc.string({ unit: 'binary', maxLength: 6 }).filter(wellFormed),
+      fc.oneof(
+        fc.string({ unit: 'binary', maxLength: 8 }).filter(wellFormed),
+        fc.constantFrom('', 'a"b', 'a\\b', '\x7f', '\u0001', '\u001f', ' ~', 'é', '\u2028', '😀'),
+        fc.double({ noNaN: true, noDefaultInfinity: true }),
+        fc.boolean(),
+        fc.constant(null),
+        fc.jsonValue({ maxDepth: 1 }),
+      ),
+      { maxKeys: 5 },
+    ),
+  },
+  { weight: 1, arbitrary: fc.constant({}) },
   { weight: 1, arbitrary: fc.constant({ big: 'x'.repeat(32 * 1024) }) },
   { weight: 1, arbitrary: fc.oneof(fc.constant([1, 2]), fc.constant('{}'), fc.integer()) },
 );
