@@ -35,7 +35,8 @@ import type { Release } from '../../releases/schema.ts';
 import { propertyValue, rawJsonValue } from './compile.ts';
 import { eventSelectionEntries } from './filters.ts';
 import { EventSource, type EventSelection } from './source.ts';
-import { hoursServe, hoursSource, planEdges } from './hours.ts';
+import { hoursParts, hoursServe, hoursSource, planEdges } from './hours.ts';
+import { leafBucketRows, type LeafRow } from './hours-buckets.ts';
 import { USER_HOURS_AGGREGATES, USER_HOURS_UNIQUE_USERS, userHoursServe } from './user-hours.ts';
 import { maxChars } from '../../chars.ts';
 
@@ -117,6 +118,28 @@ function userHoursAnswer(selection: EventSelection, rules: readonly EventGroupBy
   return metrics.includes('unique_users') && rules.every((r) => r.field === 'timestamp') && userHoursServe(selection);
 }
 
+/** The hours' group keys (hours.ts) of the levels, at instant column `t`: a timestamp level's bucket index, `type`, the event name (NULL for none). */
+function hoursKeys(rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], bag: ParamBag, t: string): string[] {
+  return rules.map((rule, i) => (rule.field === 'timestamp' ? bucketIndexSql(t, plans[i]!, bag, `level${i + 1}`) : rule.field === 'type' ? 'type' : `nullIf(event_name, '')`));
+}
+
+/** Rows a part of the hours' leaf query returns at most: past it, the ranked query answers (hours-buckets.ts). */
+const HOURS_LEAF_LIMIT = MAX_RESPONSE_BUCKETS + 1;
+
+/**
+ * A count the hours answer (hoursAnswer), as the groups of both parts (hours.ts' hoursParts),
+ * with what hours-buckets.ts needs to make compileRankedBuckets' rows of them: each level's
+ * rolled-up key (a timestamp or name key is Nullable: NULL; `type` is a String: ''). undefined
+ * when the hours do not answer the read.
+ */
+export function compileHoursLeaves(selection: EventSelection, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: EventAggregationOptions = {}): { query: CompiledQuery; rolledUp: (string | null)[] } | undefined {
+  if (options.hours === false || options.ranked === true || !hoursAnswer(selection, rules, metrics)) return undefined;
+  const bag = new ParamBag();
+  const source = new EventSource(selection, bag);
+  const sql = hoursParts(source, planEdges(plans), (t) => hoursKeys(rules, plans, bag, t), undefined, undefined, bag.add(HOURS_LEAF_LIMIT, 'UInt32'));
+  return { query: compiled(sql, bag), rolledUp: rules.map((r) => (r.field === 'type' ? '' : null)) };
+}
+
 /**
  * The ranked-bucket query (src/query/ranked-buckets.ts) over the guarded source and the joins the
  * levels need; over the hours (hours.ts) when they answer it. `hours: false` forces the rows.
@@ -125,7 +148,7 @@ export function compileEventAggregation(selection: EventSelection, rules: readon
   const bag = new ParamBag();
   const source = new EventSource(selection, bag);
   const limit = () => bag.add(MAX_TERMS_BUCKETS, 'UInt32');
-  const keysAt = (t: string) => rules.map((rule, i) => (rule.field === 'timestamp' ? bucketIndexSql(t, plans[i]!, bag, `level${i + 1}`) : rule.field === 'type' ? 'type' : `nullIf(event_name, '')`));
+  const keysAt = (t: string) => hoursKeys(rules, plans, bag, t);
   if (options.hours !== false && hoursAnswer(selection, rules, metrics)) {
     const from = hoursSource(source, planEdges(plans), keysAt);
     return compiled(compileRankedBuckets({ source: from, keys: rules.map((_, i) => `g${i + 1}`), count: 'sum(n)', limit: limit() }), bag);
@@ -177,6 +200,8 @@ export function compileEventAggregation(selection: EventSelection, rules: readon
 export interface EventAggregationOptions {
   hours?: boolean;
   dense?: boolean;
+  /** `ranked: true`: a count from the hours through the engine's ranked query, not hours-buckets.ts. */
+  ranked?: boolean;
 }
 
 /**
@@ -215,6 +240,14 @@ export function compileDenseEventAggregation(selection: EventSelection, rules: r
 async function eventBucketRows(run: RunQuery, selection: EventSelection, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: EventAggregationOptions = {}): Promise<BucketRow[]> {
   const dense = compileDenseEventAggregation(selection, rules, plans, metrics, options);
   if (dense) return dense.rows(await run<{ k: number | string; doc_count: number | string }>(dense.query));
+  // A count from the hours: the groups from the engine, the parents and the ranking here, when
+  // nothing would be cut (hours-buckets.ts); otherwise, or past the answer's bound (which the
+  // ranked query refuses with its own error), the ranked query.
+  const leaves = compileHoursLeaves(selection, rules, plans, metrics, options);
+  if (leaves) {
+    const rows = leafBucketRows(await run<LeafRow>(leaves.query), leaves.rolledUp, MAX_TERMS_BUCKETS, HOURS_LEAF_LIMIT);
+    if (rows && rows.length <= MAX_RESPONSE_BUCKETS + 1) return rows;
+  }
   return run<BucketRow>(compileEventAggregation(selection, rules, plans, metrics, options));
 }
 

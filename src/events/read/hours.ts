@@ -106,6 +106,17 @@ const HOUR_START_SQL = "toDateTime64(toStartOfHour(timestamp), 3, 'UTC')";
  * Placeholders go to the source's bag.
  */
 export function hoursSource(source: EventSource, edges: readonly bigint[], keys: (t: string) => readonly string[], split = splitSelectionHours(source.selection, edges), aggregates = COUNT): string {
+  return `FROM (${hoursParts(source, edges, keys, split, aggregates)})`;
+}
+
+/**
+ * hoursSource's rows without the layer above them: the whole hours' grouped query, then (when
+ * there are partial hours) `UNION ALL` the partial hours' one. A group may come in a row of each
+ * part: the reader sums n per group (hours-buckets.ts does, in the service). `limit`: each part
+ * returns at most that many rows (a placeholder), so the reader can tell a complete answer (fewer
+ * rows than `limit`) from one it must read otherwise.
+ */
+export function hoursParts(source: EventSource, edges: readonly bigint[], keys: (t: string) => readonly string[], split = splitSelectionHours(source.selection, edges), aggregates = COUNT, limit?: string): string {
   const { bag } = source;
   // The scope is the range and the filters: no cohort (hoursServe, userHoursServe).
   if (source.selection.cohort) throw new Error('hoursSource: a cohort is a condition per user, not one of the hours');
@@ -116,7 +127,7 @@ export function hoursSource(source: EventSource, edges: readonly bigint[], keys:
     const columns = ks.map((k, i) => `${k} AS g${i + 1}, `).join('');
     // HAVING: a GROUP BY whose keys the engine folds to constants (the NULL bucket of an empty
     // series) answers one row of 0 events even when no event matches; the rows path has none.
-    return `SELECT ${columns}${aggregates} ${from}${ks.length ? ` GROUP BY ${ks.map((_, i) => `g${i + 1}`).join(', ')} HAVING n > 0` : ''}`;
+    return `SELECT ${columns}${aggregates} ${from}${ks.length ? ` GROUP BY ${ks.map((_, i) => `g${i + 1}`).join(', ')} HAVING n > 0` : ''}${limit ? ` LIMIT ${limit}` : ''}`;
   };
   const whole: string[] = [];
   if (split.from !== undefined) whole.push(`${HOUR_SQL} >= ${bag.add(hourText(split.from), DATETIME)}`);
@@ -124,7 +135,7 @@ export function hoursSource(source: EventSource, edges: readonly bigint[], keys:
   if (split.partial.length) whole.push(`identity(${HOUR_SQL}) NOT IN ${hours(split.partial)}`);
   if (filters) whole.push(filters);
   const wholeHours = grouped(HOUR_START_SQL, `${source.org.from('events')}${whole.map((c) => ` AND ${c}`).join('')}`);
-  if (split.partial.length === 0) return `FROM (${wholeHours})`;
+  if (split.partial.length === 0) return wholeHours;
   // One set lookup per row (an OR of one range per partial hour cost a comparison per hour per
   // row, and its analysis far more); the engine also prunes event_times' granules with it (its
   // key is the timestamp).
@@ -136,5 +147,5 @@ export function hoursSource(source: EventSource, edges: readonly bigint[], keys:
     ...(filters ? [filters] : []),
   ];
   const rows = grouped('timestamp', `${source.org.from('events')} AND ${partial.join(' AND ')}`);
-  return `FROM (${wholeHours} UNION ALL ${rows})`;
+  return `${wholeHours} UNION ALL ${rows}`;
 }
