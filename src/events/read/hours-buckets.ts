@@ -29,46 +29,47 @@ export type LeafRow = Record<string, string | number | null>;
 export function leafBucketRows(rows: readonly LeafRow[], rolledUp: readonly (string | null)[], maxPerParent: number, limit: number): BucketRow[] | undefined {
   if (rows.length >= limit) return undefined;
   const n = rolledUp.length;
-  // byDepth[d]: the buckets of depth d by the text of their keys k1..kd, with those keys.
-  const byDepth: Map<string, { keys: (string | number | null)[]; parent: string; count: number }>[] = Array.from({ length: n + 1 }, () => new Map());
+  const columns = rolledUp.map((_, i) => `g${i + 1}`);
+  const keyColumns = rolledUp.map((_, i) => `k${i + 1}`);
+  // The buckets as a tree: a node per bucket, its children by their key (a Map tells 5 from '5').
+  type Node = { key: string | number | null; count: number; children: Map<string | number, Node> | undefined };
+  const root: Node = { key: null, count: 0, children: undefined };
   for (const row of rows) {
     const count = Number(row.n);
     if (count === 0) continue;
-    const keys: (string | number | null)[] = [];
-    let text = '';
-    for (let d = 0; d <= n; d++) {
-      const parent = text;
-      if (d > 0) {
-        const key = row[`g${d}`] ?? null;
-        if (key === null) break;
-        keys.push(key);
-        text += `${JSON.stringify(key)},`;
+    let node = root;
+    node.count += count;
+    for (let d = 0; d < n; d++) {
+      const key = row[columns[d]] ?? null;
+      if (key === null) break;
+      const children = (node.children ??= new Map());
+      let child = children.get(key);
+      if (!child) {
+        // The ranking would cut: a parent with more buckets than it keeps.
+        if (children.size >= maxPerParent) return undefined;
+        children.set(key, (child = { key, count: 0, children: undefined }));
       }
-      const bucket = byDepth[d].get(text);
-      if (bucket) bucket.count += count;
-      else byDepth[d].set(text, { keys: [...keys], parent, count });
-    }
-  }
-  // The ranking would cut nothing: no parent holds more than maxPerParent children.
-  for (let d = 1; d <= n; d++) {
-    const children = new Map<string, number>();
-    for (const { parent } of byDepth[d].values()) {
-      const c = (children.get(parent) ?? 0) + 1;
-      if (c > maxPerParent) return undefined;
-      children.set(parent, c);
+      child.count += count;
+      node = child;
     }
   }
   const out: BucketRow[] = [];
-  byDepth.forEach((buckets, depth) => {
-    for (const { keys, count } of buckets.values()) {
-      if (count === 0) continue;
-      // Columns in compileRankedBuckets' order: depth, k1..kn, doc_count, other_doc_count.
-      const row = { depth } as BucketRow;
-      for (let i = 0; i < n; i++) row[`k${i + 1}`] = i < depth ? keys[i] : rolledUp[i];
-      row.doc_count = count;
-      row.other_doc_count = 0;
-      out.push(row);
+  // Depth by depth, as compileRankedBuckets orders them; each node with the keys of its path.
+  let level: { node: Node; keys: (string | number | null)[] }[] = [{ node: root, keys: [] }];
+  for (let depth = 0; depth <= n && level.length; depth++) {
+    const next: typeof level = [];
+    for (const { node, keys } of level) {
+      if (node.count !== 0) {
+        // Columns in compileRankedBuckets' order: depth, k1..kn, doc_count, other_doc_count.
+        const row = { depth } as BucketRow;
+        for (let i = 0; i < n; i++) row[keyColumns[i]] = i < depth ? keys[i] : rolledUp[i];
+        row.doc_count = node.count;
+        row.other_doc_count = 0;
+        out.push(row);
+      }
+      if (node.children) for (const child of node.children.values()) next.push({ node: child, keys: [...keys, child.key] });
     }
-  });
+    level = next;
+  }
   return out;
 }
