@@ -78,9 +78,12 @@ describe('event reads from the hours (projection) agree with the rows', () => {
         const hours = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count']);
         const rows = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count'], run, { hours: false, dense: false });
         expect(sorted(hours.rows)).to.deep.equal(sorted(rows.rows));
-        // The hours through the engine's ranked query (what a read takes when the ranking cuts).
+        // The hours through the engine's ranked query (what a read takes when the ranking cuts),
+        // and their groups without the partial hours' bucket arrays.
         const ranked = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count'], run, { ranked: true });
         expect(sorted(ranked.rows)).to.deep.equal(sorted(rows.rows));
+        const plain = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count'], run, { resample: false });
+        expect(sorted(plain.rows)).to.deep.equal(sorted(rows.rows));
         // The rows as dense buckets where they serve (timestamp levels, a range the series covers).
         const dense = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count'], run, { hours: false });
         expect(sorted(dense.rows)).to.deep.equal(sorted(rows.rows));

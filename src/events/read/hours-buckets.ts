@@ -15,8 +15,37 @@
  */
 import type { BucketRow } from '../../query/shape.ts';
 
-/** A row of hoursParts: the keys g1..gn and the events n of one group in one part. */
-export type LeafRow = Record<string, string | number | null>;
+/** A row of hoursParts: the keys g1..gn and the events n of one group in one part (and, from compileHoursLeaves' partial hours, `c`: its events per bucket of one level). */
+export type LeafRow = Record<string, string | number | null | readonly (number | string)[]>;
+
+/** compileHoursLeaves' resampled form: the 0-based index of the level counted per bucket in `c`, and of the name levels (grouped with '' for none). */
+export interface ResampledLevels {
+  level: number;
+  names: readonly number[];
+}
+
+/**
+ * Rows of compileHoursLeaves' resampled form -> plain groups: a row whose `c` holds counts gives
+ * one group per bucket i with events (key i at `level`, n = c[i]); a row with an empty `c` is
+ * already one. A name level's '' becomes NULL (what nullIf(event_name, '') gives: no bucket).
+ */
+export function resampledLeaves(rows: readonly LeafRow[], { level, names }: ResampledLevels): LeafRow[] {
+  const out: LeafRow[] = [];
+  const column = `g${level + 1}`;
+  const nameColumns = names.map((i) => `g${i + 1}`);
+  for (const row of rows) {
+    for (const c of nameColumns) if (row[c] === '') row[c] = null;
+    const counts = row.c;
+    if (!Array.isArray(counts) || counts.length === 0) {
+      out.push(row);
+      continue;
+    }
+    for (let i = 0; i < counts.length; i++) {
+      if (Number(counts[i]) !== 0) out.push({ ...row, [column]: i, n: counts[i], c: null });
+    }
+  }
+  return out;
+}
 
 /**
  * The leaf groups -> compileRankedBuckets' rows (depth, k1..kn, doc_count, other_doc_count) for
@@ -35,12 +64,12 @@ export function leafBucketRows(rows: readonly LeafRow[], rolledUp: readonly (str
   type Node = { key: string | number | null; count: number; children: Map<string | number, Node> | undefined };
   const root: Node = { key: null, count: 0, children: undefined };
   for (const row of rows) {
-    const count = Number(row.n);
+    const count = Number(row.n as number | string);
     if (count === 0) continue;
     let node = root;
     node.count += count;
     for (let d = 0; d < n; d++) {
-      const key = row[columns[d]] ?? null;
+      const key = (row[columns[d]] ?? null) as string | number | null;
       if (key === null) break;
       const children = (node.children ??= new Map());
       let child = children.get(key);

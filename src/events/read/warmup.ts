@@ -10,8 +10,8 @@
  * by V8 on first call, and the modules Node loads lazily; that first request took several times
  * the service CPU of the next ones (bench/events/README.md). Running the same functions once
  * moves that cost to the start-up; a count by name and day reads the groups of the hours' parts
- * (hours-buckets.ts), so the dashboard-sized answer goes through the same code: groups of 25 names
- * x 100 days from each of the two parts, summed and shaped. The organization is the nil UUID, which no token is minted for
+ * (hours-buckets.ts), so the dashboard-sized answer goes through the same code: 25 names x 100
+ * days as the whole hours' groups and the partial hours' bucket arrays, spread, summed and shaped. The organization is the nil UUID, which no token is minted for
  * (tokens carry random v4 ids): the engine analyses the parts and reads no rows, the request
  * cache keeps the empty answers for its TTL, and nothing is written.
  */
@@ -22,7 +22,7 @@ import { queryRows } from '../../clickhouse/result-cache.ts';
 import { MAX_TERMS_BUCKETS } from '../../query/ranked-buckets.ts';
 import { aggregateEvents, eventAggregationAnswer, eventAggregationBodySchema, planEventLevels } from './aggregation.ts';
 import { EVENT_AGGREGATION_SETTINGS } from './settings.ts';
-import { leafBucketRows, type LeafRow } from './hours-buckets.ts';
+import { leafBucketRows, resampledLeaves, type LeafRow } from './hours-buckets.ts';
 import { eventSearchBodySchema, eventSelectionOf, searchEvents } from './search.ts';
 
 const NO_ORGANIZATION = '00000000-0000-0000-0000-000000000000';
@@ -53,11 +53,14 @@ export async function warmEventReads(client: ClickHouseClient, nowMs = Date.now(
   const body = v.parse(eventAggregationBodySchema, aggregations[0]);
   const plans = planEventLevels(body.group_by, eventSelectionOf(NO_ORGANIZATION, body).range, undefined);
   const leaves = await queryRows<LeafRow>(client, compiled(DASHBOARD_LEAVES_SQL, new ParamBag()), EVENT_AGGREGATION_SETTINGS);
-  const rows = leafBucketRows(leaves, [null, null], MAX_TERMS_BUCKETS, Infinity) ?? [];
+  const rows = leafBucketRows(resampledLeaves(leaves, { level: 1, names: [0] }), [null, null], MAX_TERMS_BUCKETS, Infinity) ?? [];
   JSON.stringify(eventAggregationAnswer(body.group_by, plans, rows, [], body.metrics, performance.now()));
 }
 
-/** 25 names x 100 daily buckets, a group of each in each of the hours' two parts, as the leaf query's columns (g1, g2, n). */
+/**
+ * 25 names x 100 daily buckets in compileHoursLeaves' resampled form: a group per name and day
+ * from the whole hours, then a row per name from the partial hours with its events per day.
+ */
 const DASHBOARD_LEAVES_SQL =
-  "SELECT toNullable(concat('event ', toString(number % 25))) AS g1, toNullable(toInt64(intDiv(number % 2500, 25))) AS g2, " +
-  'toUInt64(number + 1) AS n FROM numbers(5000)';
+  "SELECT concat('event ', toString(number % 25)) AS g1, toInt64(intDiv(number, 25)) AS g2, toUInt64(number + 1) AS n, CAST([] AS Array(UInt64)) AS c FROM numbers(2500) " +
+  "UNION ALL SELECT concat('event ', toString(number)) AS g1, toInt64(0) AS g2, toUInt64(0) AS n, arrayMap(i -> toUInt64(i), range(100)) AS c FROM numbers(25)";
