@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { leafBucketRows, resampledLeaves } from '../../src/events/read/hours-buckets.ts';
+import { leafBucketRows } from '../../src/events/read/hours-buckets.ts';
 
 /**
  * hours-buckets.ts: the hours' groups (one row per group and part) summed into compileRankedBuckets'
@@ -55,26 +55,19 @@ describe('events: the hours\' groups as ranked-bucket rows (hours-buckets.ts)', 
     expect(leafBucketRows(names(3), [null, null], 100, 3)).to.equal(undefined);
   });
 
-  it('resampled rows: a bucket array becomes one group per bucket with events, a name\'s \'\' becomes NULL', () => {
-    const rows = resampledLeaves(
-      [
-        { g1: 'signup', g2: 3, n: 2, c: [] }, // whole hours: already a group
-        { g1: 'signup', g2: 0, n: 0, c: [0, 4, 0, 1] }, // partial hours: events per bucket
-        { g1: '', g2: 0, n: 0, c: [1, 0, 0, 0] },
-      ],
-      { level: 1, names: [0] },
-    );
-    expect(rows.map(({ g1, g2, n }) => ({ g1, g2, n }))).to.deep.equal([
-      { g1: 'signup', g2: 3, n: 2 },
-      { g1: 'signup', g2: 1, n: 4 },
-      { g1: 'signup', g2: 3, n: 1 },
-      { g1: null, g2: 0, n: 1 },
-    ]);
-    expect(sorted(leafBucketRows(rows, [null, null], 100, 1000))).to.deep.equal(sorted([
+  it('resampled rows: a bucket array counts as one group per bucket with events, a name\'s \'\' as NULL', () => {
+    const rows = [
+      { g1: 'signup', g2: 3, n: 2, c: [] }, // whole hours: already a group
+      { g1: 'signup', g2: 0, n: 0, c: [0, 4, 0, 1] }, // partial hours: events per bucket
+      { g1: '', g2: 0, n: 0, c: [1, 0, 0, 0] }, // no name: in the total only
+    ];
+    expect(sorted(leafBucketRows(rows, [null, null], 100, 1000, { level: 1, names: [0] }))).to.deep.equal(sorted([
       { depth: 0, k1: null, k2: null, doc_count: 8, other_doc_count: 0 },
       { depth: 1, k1: 'signup', k2: null, doc_count: 7, other_doc_count: 0 },
       { depth: 2, k1: 'signup', k2: 1, doc_count: 4, other_doc_count: 0 },
       { depth: 2, k1: 'signup', k2: 3, doc_count: 3, other_doc_count: 0 },
     ]));
+    // Four buckets under one parent where three are kept: the ranking would cut.
+    expect(leafBucketRows([{ g1: 'x', g2: 0, n: 0, c: [1, 1, 1, 1] }], [null, null], 3, 1000, { level: 1, names: [0] })).to.equal(undefined);
   });
 });

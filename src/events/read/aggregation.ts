@@ -36,7 +36,7 @@ import { propertyValue, rawJsonValue } from './compile.ts';
 import { eventSelectionEntries } from './filters.ts';
 import { EventSource, type EventSelection } from './source.ts';
 import { groupedPart, hoursParts, hoursServe, hoursSource, planEdges, type HoursPart } from './hours.ts';
-import { leafBucketRows, resampledLeaves, type LeafRow, type ResampledLevels } from './hours-buckets.ts';
+import { leafBucketRows, type LeafRow, type ResampledLevels } from './hours-buckets.ts';
 import { USER_HOURS_AGGREGATES, USER_HOURS_UNIQUE_USERS, userHoursServe } from './user-hours.ts';
 import { maxChars } from '../../chars.ts';
 
@@ -136,8 +136,8 @@ const HOURS_LEAF_LIMIT = MAX_RESPONSE_BUCKETS + 1;
  * Such a level puts every event of the selection in one of its `size` buckets (both parts are
  * bounded by the range), so its key is a plain Int64 index and the partial hours, read from the
  * rows, are grouped by the other levels only, each group counting its events per bucket in an
- * array (`countResample(0, size, 1)(index)`, column `c`; hours-buckets.ts spreads it into groups
- * again), and the names are grouped as the engine stores them (LowCardinality, '' for none), not
+ * array (`countResample(0, size, 1)(index)`, column `c`; hours-buckets.ts counts each bucket of it
+ * as a group), and the names are grouped as the engine stores them (LowCardinality, '' for none), not
  * as nullIf(event_name, ''). Grouping the partial hours' ~660k rows of the bench's count by a
  * name and a Nullable bucket index took ~15 ms more engine CPU than this (bench/events/README.md,
  * 2026-11-27 08:17). The whole hours (the event_counts projection) are grouped by all the levels,
@@ -282,7 +282,7 @@ async function eventBucketRows(run: RunQuery, selection: EventSelection, rules: 
   const leaves = compileHoursLeaves(selection, rules, plans, metrics, options);
   if (leaves) {
     const read = await run<LeafRow>(leaves.query);
-    const rows = read.length >= HOURS_LEAF_LIMIT ? undefined : leafBucketRows(leaves.resampled ? resampledLeaves(read, leaves.resampled) : read, leaves.rolledUp, MAX_TERMS_BUCKETS, Infinity);
+    const rows = leafBucketRows(read, leaves.rolledUp, MAX_TERMS_BUCKETS, HOURS_LEAF_LIMIT, leaves.resampled);
     if (rows && rows.length <= MAX_RESPONSE_BUCKETS + 1) return rows;
   }
   return run<BucketRow>(compileEventAggregation(selection, rules, plans, metrics, options));

@@ -25,29 +25,6 @@ export interface ResampledLevels {
 }
 
 /**
- * Rows of compileHoursLeaves' resampled form -> plain groups: a row whose `c` holds counts gives
- * one group per bucket i with events (key i at `level`, n = c[i]); a row with an empty `c` is
- * already one. A name level's '' becomes NULL (what nullIf(event_name, '') gives: no bucket).
- */
-export function resampledLeaves(rows: readonly LeafRow[], { level, names }: ResampledLevels): LeafRow[] {
-  const out: LeafRow[] = [];
-  const column = `g${level + 1}`;
-  const nameColumns = names.map((i) => `g${i + 1}`);
-  for (const row of rows) {
-    for (const c of nameColumns) if (row[c] === '') row[c] = null;
-    const counts = row.c;
-    if (!Array.isArray(counts) || counts.length === 0) {
-      out.push(row);
-      continue;
-    }
-    for (let i = 0; i < counts.length; i++) {
-      if (Number(counts[i]) !== 0) out.push({ ...row, [column]: i, n: counts[i], c: null });
-    }
-  }
-  return out;
-}
-
-/**
  * The leaf groups -> compileRankedBuckets' rows (depth, k1..kn, doc_count, other_doc_count) for
  * the same keys, or undefined when a ranking would cut (or `rows` holds `limit` rows or more).
  * `rolledUp[i]`: the value compileRankedBuckets' row holds for key i at a shallower depth (the
@@ -55,39 +32,56 @@ export function resampledLeaves(rows: readonly LeafRow[], { level, names }: Resa
  * compileRankedBuckets, a bucket whose key is NULL is no bucket (its events count in its parents
  * only), and no bucket has a count of 0 (no row for depth 0 when nothing is counted).
  */
-export function leafBucketRows(rows: readonly LeafRow[], rolledUp: readonly (string | null)[], maxPerParent: number, limit: number): BucketRow[] | undefined {
+export function leafBucketRows(rows: readonly LeafRow[], rolledUp: readonly (string | null)[], maxPerParent: number, limit: number, resampled?: ResampledLevels): BucketRow[] | undefined {
   if (rows.length >= limit) return undefined;
   const n = rolledUp.length;
   const columns = rolledUp.map((_, i) => `g${i + 1}`);
   const keyColumns = rolledUp.map((_, i) => `k${i + 1}`);
+  // The resampled form (compileHoursLeaves): a row whose `c` holds counts stands for one group per
+  // bucket i with events (key i at `level`, n = c[i]); a name level's '' is NULL (nullIf's no bucket).
+  const level = resampled?.level ?? -1;
+  const isName = rolledUp.map((_, i) => resampled?.names.includes(i) ?? false);
   // The buckets as a tree: a node per bucket, its children by their key (a Map tells 5 from '5').
   type Node = { key: string | number | null; count: number; children: Map<string | number, Node> | undefined };
   const root: Node = { key: null, count: 0, children: undefined };
-  for (const row of rows) {
-    const count = Number(row.n as number | string);
-    if (count === 0) continue;
+  // Adds `count` events to the buckets of the row's path (bucket `at` at the resampled level); false: the ranking would cut.
+  const add = (row: LeafRow, count: number, at: number): boolean => {
     let node = root;
     node.count += count;
     for (let d = 0; d < n; d++) {
-      const key = (row[columns[d]] ?? null) as string | number | null;
+      let key = (d === level ? at : row[columns[d]] ?? null) as string | number | null;
+      if (key === '' && isName[d]) key = null;
       if (key === null) break;
       const children = (node.children ??= new Map());
       let child = children.get(key);
       if (!child) {
         // The ranking would cut: a parent with more buckets than it keeps.
-        if (children.size >= maxPerParent) return undefined;
+        if (children.size >= maxPerParent) return false;
         children.set(key, (child = { key, count: 0, children: undefined }));
       }
       child.count += count;
       node = child;
     }
+    return true;
+  };
+  for (const row of rows) {
+    const counts = resampled ? row.c : undefined;
+    if (Array.isArray(counts) && counts.length > 0) {
+      for (let i = 0; i < counts.length; i++) {
+        const c = Number(counts[i]);
+        if (c !== 0 && !add(row, c, i)) return undefined;
+      }
+      continue;
+    }
+    const count = Number(row.n as number | string);
+    if (count !== 0 && !add(row, count, level >= 0 ? (row[columns[level]] as number) : 0)) return undefined;
   }
   const out: BucketRow[] = [];
   // Depth by depth, as compileRankedBuckets orders them; each node with the keys of its path.
-  let level: { node: Node; keys: (string | number | null)[] }[] = [{ node: root, keys: [] }];
-  for (let depth = 0; depth <= n && level.length; depth++) {
-    const next: typeof level = [];
-    for (const { node, keys } of level) {
+  let rank: { node: Node; keys: (string | number | null)[] }[] = [{ node: root, keys: [] }];
+  for (let depth = 0; depth <= n && rank.length; depth++) {
+    const next: typeof rank = [];
+    for (const { node, keys } of rank) {
       if (node.count !== 0) {
         // Columns in compileRankedBuckets' order: depth, k1..kn, doc_count, other_doc_count.
         const row = { depth } as BucketRow;
@@ -98,7 +92,7 @@ export function leafBucketRows(rows: readonly LeafRow[], rolledUp: readonly (str
       }
       if (node.children) for (const child of node.children.values()) next.push({ node: child, keys: [...keys, child.key] });
     }
-    level = next;
+    rank = next;
   }
   return out;
 }
