@@ -78,6 +78,12 @@ describe('event reads from the hours (projection) agree with the rows', () => {
         const hours = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count']);
         const rows = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count'], run, { hours: false, dense: false });
         expect(sorted(hours.rows)).to.deep.equal(sorted(rows.rows));
+        // The hours through the engine's ranked query (what a read takes when the ranking cuts),
+        // and their groups without the partial hours' bucket arrays.
+        const ranked = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count'], run, { ranked: true });
+        expect(sorted(ranked.rows)).to.deep.equal(sorted(rows.rows));
+        const plain = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count'], run, { resample: false });
+        expect(sorted(plain.rows)).to.deep.equal(sorted(rows.rows));
         // The rows as dense buckets where they serve (timestamp levels, a range the series covers).
         const dense = await runEventAggregation(run, sc, r as EventGroupByRule[], ['count'], run, { hours: false });
         expect(sorted(dense.rows)).to.deep.equal(sorted(rows.rows));
@@ -138,5 +144,24 @@ describe('event reads from the hours (projection) agree with the rows', () => {
       }),
       { numRuns: 20 },
     );
+  });
+
+  it('more names than a level keeps (the ranking cuts): the same rows as the ranked query over the rows', async function () {
+    this.timeout(120_000);
+    // 105 more names, the later ones with more events, so the ranking drops some and counts them in other_doc_count.
+    const items = Array.from({ length: 105 }, (_, i) => Array.from({ length: 1 + (i % 3) }, (_, j) => ({
+      type: 'track', event_name: `many ${String(i).padStart(3, '0')}`, user_alias: 'u9', timestamp: new Date(now - 1000 - (i * 7 + j) * 60_000).toISOString(),
+    }))).flat();
+    for (let i = 0; i < items.length; i += 100) {
+      const res = await svc.request('POST', '/1.0/event', { token: write, body: items.slice(i, i + 100) });
+      expect(res.status, JSON.stringify(res.body).slice(0, 500)).to.equal(200);
+    }
+    const sc: EventSelection = { orgId: orgOf(), filtersBool: 'AND', filters: [], range: { start: formatDb(fromMillis(now - 20 * HOUR + 1)), end: formatDb(fromMillis(now)) } };
+    for (const r of [[{ field: 'event_name' }], [{ field: 'event_name' }, { field: 'timestamp', minInterval: 'hour', buckets: 20 }]] as EventGroupByRule[][]) {
+      const hours = await runEventAggregation(run, sc, r, ['count']);
+      const rows = await runEventAggregation(run, sc, r, ['count'], run, { hours: false, dense: false });
+      expect(rows.rows.some((row) => Number(row.other_doc_count) > 0)).to.equal(true);
+      expect(sorted(hours.rows)).to.deep.equal(sorted(rows.rows));
+    }
   });
 });

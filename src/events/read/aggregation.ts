@@ -35,7 +35,8 @@ import type { Release } from '../../releases/schema.ts';
 import { propertyValue, rawJsonValue } from './compile.ts';
 import { eventSelectionEntries } from './filters.ts';
 import { EventSource, type EventSelection } from './source.ts';
-import { hoursServe, hoursSource, planEdges } from './hours.ts';
+import { groupedPart, hoursParts, hoursServe, hoursSource, planEdges, type HoursPart } from './hours.ts';
+import { leafBucketRows, type LeafRow, type ResampledLevels } from './hours-buckets.ts';
 import { USER_HOURS_AGGREGATES, USER_HOURS_UNIQUE_USERS, userHoursServe } from './user-hours.ts';
 import { maxChars } from '../../chars.ts';
 
@@ -117,6 +118,62 @@ function userHoursAnswer(selection: EventSelection, rules: readonly EventGroupBy
   return metrics.includes('unique_users') && rules.every((r) => r.field === 'timestamp') && userHoursServe(selection);
 }
 
+/** The hours' group keys (hours.ts) of the levels, at instant column `t`: a timestamp level's bucket index, `type`, the event name (NULL for none). */
+function hoursKeys(rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], bag: ParamBag, t: string): string[] {
+  return rules.map((rule, i) => (rule.field === 'timestamp' ? bucketIndexSql(t, plans[i]!, bag, `level${i + 1}`) : rule.field === 'type' ? 'type' : `nullIf(event_name, '')`));
+}
+
+/** Rows a part of the hours' leaf query returns at most: past it, the ranked query answers (hours-buckets.ts). */
+const HOURS_LEAF_LIMIT = MAX_RESPONSE_BUCKETS + 1;
+
+/**
+ * A count the hours answer (hoursAnswer), as the groups of both parts (hours.ts' hoursParts),
+ * with what hours-buckets.ts needs to make compileRankedBuckets' rows of them: each level's
+ * rolled-up key (a timestamp or name key is Nullable: NULL; `type` is a String: ''), and, when
+ * one level is a date histogram whose series covers the range (seriesLevel), that level and the
+ * name levels. undefined when the hours do not answer the read.
+ *
+ * Such a level puts every event of the selection in one of its `size` buckets (both parts are
+ * bounded by the range), so its key is a plain Int64 index and the partial hours, read from the
+ * rows, are grouped by the other levels only, each group counting its events per bucket in an
+ * array (`countResample(0, size, 1)(index)`, column `c`; hours-buckets.ts counts each bucket of it
+ * as a group), and the names are grouped as the engine stores them (LowCardinality, '' for none), not
+ * as nullIf(event_name, ''). Grouping the partial hours' ~660k rows of the bench's count by a
+ * name and a Nullable bucket index took ~15 ms more engine CPU than this (bench/events/README.md,
+ * 2026-11-27 08:17). The whole hours (the event_counts projection) are grouped by all the levels,
+ * as before, with an empty `c`.
+ */
+export function compileHoursLeaves(selection: EventSelection, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: EventAggregationOptions = {}): { query: CompiledQuery; rolledUp: (string | null)[]; resampled?: ResampledLevels } | undefined {
+  if (options.hours === false || options.ranked === true || !hoursAnswer(selection, rules, metrics)) return undefined;
+  const bag = new ParamBag();
+  const source = new EventSource(selection, bag);
+  const limit = bag.add(HOURS_LEAF_LIMIT, 'UInt32');
+  const rolledUp = rules.map((r) => (r.field === 'type' ? '' : null));
+  const timeLevels = rules.flatMap((r, i) => (r.field === 'timestamp' ? [i] : []));
+  const level = timeLevels.length === 1 && options.resample !== false ? timeLevels[0] : undefined;
+  const covering = level === undefined ? undefined : seriesLevel('timestamp', plans[level], selection.range, bag);
+  if (level === undefined || !covering) {
+    const sql = hoursParts(source, planEdges(plans), groupedPart((t) => hoursKeys(rules, plans, bag, t)), undefined, limit);
+    return { query: compiled(sql, bag), rolledUp };
+  }
+  const size = bag.add(covering.size, 'UInt32');
+  const term = (rule: EventGroupByRule) => (rule.field === 'type' ? 'type' : 'event_name');
+  const part: HoursPart = (t, which) => {
+    const columns = rules.map((rule, i) => {
+      if (i !== level) return `${term(rule)} AS g${i + 1}`;
+      // The same series check as seriesLevel's, then the index of the instant `t`.
+      return which === 'whole' ? `${seriesLevel(t, plans[i], selection.range, bag)!.index} AS g${i + 1}` : `toInt64(0) AS g${i + 1}`;
+    });
+    const groupBy = rules.flatMap((_, i) => (which === 'whole' || i !== level ? [`g${i + 1}`] : []));
+    return which === 'whole'
+      ? { select: [...columns, 'count() AS n', 'CAST([] AS Array(UInt64)) AS c'].join(', '), groupBy, having: 'n > 0' }
+      : { select: [...columns, 'toUInt64(0) AS n', `countResample(0, ${size}, 1)(${covering.index}) AS c`].join(', '), groupBy };
+  };
+  const sql = hoursParts(source, planEdges(plans), part, undefined, limit);
+  const names = rules.flatMap((r, i) => (r.field === 'event_name' ? [i] : []));
+  return { query: compiled(sql, bag), rolledUp, resampled: { level, names } };
+}
+
 /**
  * The ranked-bucket query (src/query/ranked-buckets.ts) over the guarded source and the joins the
  * levels need; over the hours (hours.ts) when they answer it. `hours: false` forces the rows.
@@ -125,7 +182,7 @@ export function compileEventAggregation(selection: EventSelection, rules: readon
   const bag = new ParamBag();
   const source = new EventSource(selection, bag);
   const limit = () => bag.add(MAX_TERMS_BUCKETS, 'UInt32');
-  const keysAt = (t: string) => rules.map((rule, i) => (rule.field === 'timestamp' ? bucketIndexSql(t, plans[i]!, bag, `level${i + 1}`) : rule.field === 'type' ? 'type' : `nullIf(event_name, '')`));
+  const keysAt = (t: string) => hoursKeys(rules, plans, bag, t);
   if (options.hours !== false && hoursAnswer(selection, rules, metrics)) {
     const from = hoursSource(source, planEdges(plans), keysAt);
     return compiled(compileRankedBuckets({ source: from, keys: rules.map((_, i) => `g${i + 1}`), count: 'sum(n)', limit: limit() }), bag);
@@ -177,6 +234,10 @@ export function compileEventAggregation(selection: EventSelection, rules: readon
 export interface EventAggregationOptions {
   hours?: boolean;
   dense?: boolean;
+  /** `ranked: true`: a count from the hours through the engine's ranked query, not hours-buckets.ts. */
+  ranked?: boolean;
+  /** `resample: false`: hours-buckets.ts' groups without the partial hours' bucket arrays (compileHoursLeaves). */
+  resample?: boolean;
 }
 
 /**
@@ -215,6 +276,15 @@ export function compileDenseEventAggregation(selection: EventSelection, rules: r
 async function eventBucketRows(run: RunQuery, selection: EventSelection, rules: readonly EventGroupByRule[], plans: readonly (HistogramPlan | undefined)[], metrics: readonly EventMetric[], options: EventAggregationOptions = {}): Promise<BucketRow[]> {
   const dense = compileDenseEventAggregation(selection, rules, plans, metrics, options);
   if (dense) return dense.rows(await run<{ k: number | string; doc_count: number | string }>(dense.query));
+  // A count from the hours: the groups from the engine, the parents and the ranking here, when
+  // nothing would be cut (hours-buckets.ts); otherwise, or past the answer's bound (which the
+  // ranked query refuses with its own error), the ranked query.
+  const leaves = compileHoursLeaves(selection, rules, plans, metrics, options);
+  if (leaves) {
+    const read = await run<LeafRow>(leaves.query);
+    const rows = leafBucketRows(read, leaves.rolledUp, MAX_TERMS_BUCKETS, HOURS_LEAF_LIMIT, leaves.resampled);
+    if (rows && rows.length <= MAX_RESPONSE_BUCKETS + 1) return rows;
+  }
   return run<BucketRow>(compileEventAggregation(selection, rules, plans, metrics, options));
 }
 

@@ -106,25 +106,47 @@ const HOUR_START_SQL = "toDateTime64(toStartOfHour(timestamp), 3, 'UTC')";
  * Placeholders go to the source's bag.
  */
 export function hoursSource(source: EventSource, edges: readonly bigint[], keys: (t: string) => readonly string[], split = splitSelectionHours(source.selection, edges), aggregates = COUNT): string {
+  return `FROM (${hoursParts(source, edges, groupedPart(keys, aggregates), split)})`;
+}
+
+/** What one part of the hours selects and groups by, given its instant column `t` (the hour start of the whole hours, `timestamp` for the partial ones). */
+export type HoursPart = (t: string, part: 'whole' | 'partial') => { select: string; groupBy: readonly string[]; having?: string };
+
+/** Each part grouped by `keys(t)` as g1..gn, computing `aggregates` (hoursSource's rows). */
+export function groupedPart(keys: (t: string) => readonly string[], aggregates = COUNT): HoursPart {
+  return (t) => {
+    const ks = keys(t);
+    // HAVING: a GROUP BY whose keys the engine folds to constants (the NULL bucket of an empty
+    // series) answers one row of 0 events even when no event matches; the rows path has none.
+    return { select: [...ks.map((k, i) => `${k} AS g${i + 1}`), aggregates].join(', '), groupBy: ks.map((_, i) => `g${i + 1}`), having: 'n > 0' };
+  };
+}
+
+/**
+ * hoursSource's parts without the layer above them: the whole hours' grouped query, then (when
+ * there are partial hours) `UNION ALL` the partial hours' one, each as `part` says (the same
+ * columns in both, in the same order; `n`, the events, among them). A group may come in a row of
+ * each part: the reader sums them (hours-buckets.ts does, in the service). `limit`: each part
+ * returns at most that many rows (a placeholder), so the reader can tell a complete answer (fewer
+ * rows than `limit`) from one it must read otherwise.
+ */
+export function hoursParts(source: EventSource, edges: readonly bigint[], part: HoursPart, split = splitSelectionHours(source.selection, edges), limit?: string): string {
   const { bag } = source;
   // The scope is the range and the filters: no cohort (hoursServe, userHoursServe).
   if (source.selection.cohort) throw new Error('hoursSource: a cohort is a condition per user, not one of the hours');
   const filters = source.filtersSql();
   const hours = (ts: readonly bigint[]) => bag.add(ts.map(hourText), `Array(${DATETIME})`);
-  const grouped = (t: string, from: string) => {
-    const ks = keys(t);
-    const columns = ks.map((k, i) => `${k} AS g${i + 1}, `).join('');
-    // HAVING: a GROUP BY whose keys the engine folds to constants (the NULL bucket of an empty
-    // series) answers one row of 0 events even when no event matches; the rows path has none.
-    return `SELECT ${columns}${aggregates} ${from}${ks.length ? ` GROUP BY ${ks.map((_, i) => `g${i + 1}`).join(', ')} HAVING n > 0` : ''}`;
+  const grouped = (t: string, which: 'whole' | 'partial', from: string) => {
+    const { select, groupBy, having } = part(t, which);
+    return `SELECT ${select} ${from}${groupBy.length ? ` GROUP BY ${groupBy.join(', ')}${having ? ` HAVING ${having}` : ''}` : ''}${limit ? ` LIMIT ${limit}` : ''}`;
   };
   const whole: string[] = [];
   if (split.from !== undefined) whole.push(`${HOUR_SQL} >= ${bag.add(hourText(split.from), DATETIME)}`);
   if (split.to !== undefined) whole.push(`${HOUR_SQL} < ${bag.add(hourText(split.to), DATETIME)}`);
   if (split.partial.length) whole.push(`identity(${HOUR_SQL}) NOT IN ${hours(split.partial)}`);
   if (filters) whole.push(filters);
-  const wholeHours = grouped(HOUR_START_SQL, `${source.org.from('events')}${whole.map((c) => ` AND ${c}`).join('')}`);
-  if (split.partial.length === 0) return `FROM (${wholeHours})`;
+  const wholeHours = grouped(HOUR_START_SQL, 'whole', `${source.org.from('events')}${whole.map((c) => ` AND ${c}`).join('')}`);
+  if (split.partial.length === 0) return wholeHours;
   // One set lookup per row (an OR of one range per partial hour cost a comparison per hour per
   // row, and its analysis far more); the engine also prunes event_times' granules with it (its
   // key is the timestamp).
@@ -135,6 +157,6 @@ export function hoursSource(source: EventSource, edges: readonly bigint[], keys:
     ...(end !== undefined ? [`identity(timestamp) <= ${bag.add(end, DT64)}`] : []),
     ...(filters ? [filters] : []),
   ];
-  const rows = grouped('timestamp', `${source.org.from('events')} AND ${partial.join(' AND ')}`);
-  return `FROM (${wholeHours} UNION ALL ${rows})`;
+  const rows = grouped('timestamp', 'partial', `${source.org.from('events')} AND ${partial.join(' AND ')}`);
+  return `${wholeHours} UNION ALL ${rows}`;
 }
