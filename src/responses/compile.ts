@@ -79,7 +79,7 @@ export function compileFilter(node: FilterNode, bag: ParamBag): string {
 }
 
 /**
- * A UUID's canonical text (toString(UUID)): what schema/261 leaves out of alias_texts, the aliases
+ * A UUID's canonical text (toString(UUID)): what schema/266 leaves out of alias_text, the aliases
  * `a` with toString(toUUIDOrZero(a)) = a. A value this does not match is no such text.
  */
 const UUID_TEXT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -94,6 +94,53 @@ export const isUuidText = (s: string): boolean => UUID_TEXT.test(s);
 export function uuidTextCannotContain(needle: string): boolean {
   for (const c of needle) if (c < '\x80' && !/[0-9a-fA-F-]/.test(c)) return true;
   return false;
+}
+
+/** ASCII without NUL. */
+const isPlainAscii = (s: string): boolean => /^[\x01-\x7f]*$/.test(s);
+
+/** The separator of alias_text (schema/266) and its stand-in for a NUL inside an alias: constants, not values. */
+const NUL_SQL = "'\\0'";
+const NUL_STAND_IN_SQL = "'\\xFF'";
+
+/** multiSearchAny takes at most 255 needles. */
+const MAX_SEARCH_NEEDLES = 255;
+
+/**
+ * The respondent alias filters. schema/266 keeps the aliases that are not a UUID text (a
+ * respondent id given as an alias, half the bytes in the bench's data) in alias_text, one string
+ * `\0a\0b\0` per response (a NUL inside an alias stored as 0xFF, a byte UTF-8 text never holds).
+ * Values a UUID text could match, and values with a NUL, read respondent_aliases as before.
+ * - `contains` of an ASCII value: `position(lower(alias_text), lower(value))`. A match cannot
+ *   span the NUL between two aliases; and for an ASCII value positionCaseInsensitiveUTF8 matches a
+ *   haystack character only where its ASCII lower case equals the value's (UTF-8 sequences of other
+ *   characters hold no ASCII byte), which `lower` (ASCII only) then `position` does: the answers of
+ *   the per-element test. The exceptions are the characters whose case partner is ASCII (the
+ *   Kelvin sign, İ, ı, ſ): for them the engine's function depends on the strings stored beside the
+ *   tested one (bench/query/README.md), here they never match an ASCII letter.
+ * - `contains` of another value: alias_text split back into its aliases (NULs restored), each
+ *   tested with positionCaseInsensitiveUTF8, as before (the empty strings the split adds at the
+ *   ends contain no non-empty value).
+ * - eq / in: an alias equals the value exactly when `\0value\0` occurs in alias_text (multiSearchAny
+ *   for in): no alias holds a NUL there and the value holds no 0xFF.
+ */
+function aliasExpr(node: Extract<FilterNode, { kind: 'respondent_alias' }>, bag: ParamBag): string {
+  if (node.op === 'contains') {
+    const value = node.values[0];
+    const utf8 = (column: string) => `arrayExists(a -> positionCaseInsensitiveUTF8(a, ${bag.add(value, 'String')}) > 0, ${column})`;
+    if (!uuidTextCannotContain(value) || value.includes('\0')) return utf8('respondent_aliases');
+    if (isPlainAscii(value)) return `position(lower(alias_text), ${bag.add(value.toLowerCase(), 'String')}) > 0`;
+    return utf8(`arrayMap(a -> replaceAll(a, ${NUL_STAND_IN_SQL}, ${NUL_SQL}), splitByChar(${NUL_SQL}, alias_text))`);
+  }
+  const values = node.op === 'eq' ? node.values.slice(0, 1) : node.values;
+  if (values.some((v) => isUuidText(v) || v.includes('\0'))) {
+    return node.op === 'eq' ? `has(respondent_aliases, ${bag.add(values[0], 'String')})` : `hasAny(respondent_aliases, ${bag.add(values, 'Array(String)')})`;
+  }
+  const needles = [...new Set(values)].map((v) => `\0${v}\0`);
+  if (needles.length === 1) return `position(alias_text, ${bag.add(needles[0], 'String')}) > 0`;
+  const tests: string[] = [];
+  for (let i = 0; i < needles.length; i += MAX_SEARCH_NEEDLES) tests.push(`multiSearchAny(alias_text, ${bag.add(needles.slice(i, i + MAX_SEARCH_NEEDLES), 'Array(String)')})`);
+  return tests.length === 1 ? tests[0] : `(${tests.join(' OR ')})`;
 }
 
 /** The respondent's segments as UUID texts: the expression the segment_items index (schema/210) is built on. */
@@ -113,18 +160,8 @@ function positiveExpr(node: FilterNode, bag: ParamBag): string {
       return node.op === 'eq'
         ? `has(${SEGMENT_TEXTS}, toString(${bag.add(node.values[0], 'UUID')}))`
         : `hasAny(${SEGMENT_TEXTS}, arrayMap(g -> toString(g), ${bag.add(node.values, 'Array(UUID)')}))`;
-    case 'respondent_alias': {
-      // alias_texts (schema/261) holds the aliases that are not a UUID's text (a respondent id as
-      // alias is one): values no UUID text can match test it alone, with the same functions.
-      const column = node.op === 'contains' ? (uuidTextCannotContain(node.values[0]) ? 'alias_texts' : 'respondent_aliases')
-        : node.values.some(isUuidText) ? 'respondent_aliases' : 'alias_texts';
-      switch (node.op) {
-        case 'eq': return `has(${column}, ${bag.add(node.values[0], 'String')})`;
-        case 'in': return `hasAny(${column}, ${bag.add(node.values, 'Array(String)')})`;
-        case 'contains': return `arrayExists(a -> positionCaseInsensitiveUTF8(a, ${bag.add(node.values[0], 'String')}) > 0, ${column})`;
-      }
-      break;
-    }
+    case 'respondent_alias':
+      return aliasExpr(node, bag);
     case 'raw':
       // answer_text is stored lower-cased with the same JS toLowerCase, so a substring search of
       // the lower-cased keyword is case-insensitive on both sides alike. Written as LIKE (the

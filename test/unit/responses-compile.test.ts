@@ -58,14 +58,19 @@ const cases: Case[] = [
   [r('respondent_segments', 'in', { values: [U1, U2] }), 'hasAny(arrayMap(g -> toString(g), group_ids), arrayMap(g -> toString(g), {p1:Array(UUID)}))', { p1: [U1, U2] }],
   [r('respondent_segments', 'not_in', { values: [U2] }), 'NOT (hasAny(arrayMap(g -> toString(g), group_ids), arrayMap(g -> toString(g), {p1:Array(UUID)})))', { p1: [U2] }],
   // respondent_alias (and its plural spelling)
-  // values no UUID text can match read alias_texts (schema/261: the aliases that are not UUID texts)
-  [r('respondent_alias', 'eq', { value: 'Bob@x.io' }), 'has(alias_texts, {p1:String})', { p1: 'Bob@x.io' }],
-  [r('respondent_aliases', 'neq', { value: 'bob' }), 'NOT (has(alias_texts, {p1:String}))', { p1: 'bob' }],
-  [r('respondent_alias', 'in', { values: ['a', 'b'] }), 'hasAny(alias_texts, {p1:Array(String)})', { p1: ['a', 'b'] }],
-  [r('respondent_alias', 'not_in', { values: ['a'] }), 'NOT (hasAny(alias_texts, {p1:Array(String)}))', { p1: ['a'] }],
-  [r('respondent_alias', 'contains', { value: 'BoB' }), 'arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, alias_texts)', { p1: 'BoB' }],
-  [r('respondent_alias', 'not_contains', { value: 'x' }), 'NOT (arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, alias_texts))', { p1: 'x' }],
-  // ... and the others every alias: a UUID text, a needle of hex digits and dashes, or without any other ASCII character
+  // values no UUID text can match read alias_text (schema/266: the aliases that are not UUID texts, `\0a\0b\0`)
+  [r('respondent_alias', 'eq', { value: 'Bob@x.io' }), 'position(alias_text, {p1:String}) > 0', { p1: '\0Bob@x.io\0' }],
+  [r('respondent_aliases', 'neq', { value: 'bob' }), 'NOT (position(alias_text, {p1:String}) > 0)', { p1: '\0bob\0' }],
+  [r('respondent_alias', 'eq', { value: '' }), 'position(alias_text, {p1:String}) > 0', { p1: '\0\0' }],
+  [r('respondent_alias', 'eq', { value: 'Ölaf' }), 'position(alias_text, {p1:String}) > 0', { p1: '\0Ölaf\0' }],
+  [r('respondent_alias', 'in', { values: ['a', 'Ölaf', 'a'] }), 'multiSearchAny(alias_text, {p1:Array(String)})', { p1: ['\0a\0', '\0Ölaf\0'] }],
+  [r('respondent_alias', 'not_in', { values: ['a'] }), 'NOT (position(alias_text, {p1:String}) > 0)', { p1: '\0a\0' }],
+  [r('respondent_alias', 'contains', { value: 'BoB' }), 'position(lower(alias_text), {p1:String}) > 0', { p1: 'bob' }],
+  [r('respondent_alias', 'not_contains', { value: 'x' }), 'NOT (position(lower(alias_text), {p1:String}) > 0)', { p1: 'x' }],
+  [r('respondent_alias', 'contains', { value: 'Müller' }), "arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, arrayMap(a -> replaceAll(a, '\\xFF', '\\0'), splitByChar('\\0', alias_text)))", { p1: 'Müller' }],
+  // ... and the others every alias: a value with a NUL, a UUID text, a needle of hex digits and dashes, or without any other ASCII character
+  [r('respondent_alias', 'contains', { value: 'x\0y' }), 'arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, respondent_aliases)', { p1: 'x\0y' }],
+  [r('respondent_alias', 'in', { values: ['a', 'n\0ul'] }), 'hasAny(respondent_aliases, {p1:Array(String)})', { p1: ['a', 'n\0ul'] }],
   [r('respondent_alias', 'eq', { value: U1 }), 'has(respondent_aliases, {p1:String})', { p1: U1 }],
   [r('respondent_alias', 'in', { values: ['bob', U2] }), 'hasAny(respondent_aliases, {p1:Array(String)})', { p1: ['bob', U2] }],
   [r('respondent_alias', 'contains', { value: 'BEEF-12' }), 'arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, respondent_aliases)', { p1: 'BEEF-12' }],
@@ -125,6 +130,14 @@ describe('responses: filter compiler', () => {
         expect(out.params).to.deep.equal(params);
       });
     }
+
+    it('alias `in` of more values than multiSearchAny takes: one multiSearchAny per 255', () => {
+      const values = Array.from({ length: 600 }, (_, i) => `name-${i}`);
+      const out = compileOne(r('respondent_alias', 'in', { values }));
+      expect(out.sql).to.equal('(multiSearchAny(alias_text, {p1:Array(String)}) OR multiSearchAny(alias_text, {p2:Array(String)}) OR multiSearchAny(alias_text, {p3:Array(String)}))');
+      expect(Object.values(out.params).flat()).to.deep.equal(values.map((v) => `\0${v}\0`));
+      expect((out.params.p1 as string[]).length).to.equal(255);
+    });
 
     it('the table above covers every accepted pair', () => {
       const covered = new Set(cases.map(([f]) => `${f.type === 'response' ? (f.key === 'respondent_aliases' ? 'respondent_alias' : f.key) : '*hidden*'}/${f.operator}`));
