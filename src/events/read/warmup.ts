@@ -9,11 +9,12 @@
  * code of the request schemas, the compilers, the engine client and the bucket shaping, compiled
  * by V8 on first call, and the modules Node loads lazily; that first request took several times
  * the service CPU of the next ones (bench/events/README.md). Running the same functions once
- * moves that cost to the start-up; a count by name and day reads the groups of the hours' parts
+ * moves that cost to the start-up. A count by name and day reads the groups of the hours' parts
  * (hours-buckets.ts), so the dashboard-sized answer goes through the same code: 25 names x 100
- * days as the whole hours' groups and the partial hours' bucket arrays, spread, summed and shaped. The organization is the nil UUID, which no token is minted for
- * (tokens carry random v4 ids): the engine analyses the parts and reads no rows, the request
- * cache keeps the empty answers for its TTL, and nothing is written.
+ * days as the whole hours' groups and the partial hours' bucket arrays, spread, summed and
+ * shaped. The organization is the nil UUID, which no token is minted for (tokens carry random v4
+ * ids): the engine analyses the parts and reads no rows, the request cache keeps the empty
+ * answers for its TTL, and nothing is written.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
