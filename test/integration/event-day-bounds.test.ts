@@ -80,6 +80,24 @@ describe('event reads: day bounds for the index only, and the timestamp codec, l
     fc.tuple(fc.constant({ field: 'property' as const, propertyKey: 'plan' })),
   );
 
+  it('aggregations and searches over the rows: the same rows as with the day bounds evaluated (property)', async function () {
+    this.timeout(300_000);
+    hinted = 0;
+    await fc.assert(
+      fc.asyncProperty(scope, rules, fc.boolean(), fc.integer({ min: 1, max: 30 }), async (s, r, dense, size) => {
+        const sc: EventSelection = { orgId: svc.orgId, ...s };
+        await runEventAggregation(run, sc, r as EventGroupByRule[], ['count'], run, { hours: false, dense });
+        const first = await runEventSearch(run, { ...sc, size }, { hours: false });
+        const last = first.rows[first.rows.length - 1];
+        if (first.more && last) {
+          await runEventSearch(run, { ...sc, size, after: { timestamp: last.timestamp, received_at: last.received_at, seq: Number(last.seq), event_id: last.event_id } }, { hours: false });
+        }
+      }),
+      { numRuns: 40, seed: 11 },
+    );
+    expect(hinted, 'queries with the day bounds as index hints').to.be.greaterThan(40);
+  });
+
   it('the timestamp in T64 + LZ4 reads back as it did in Delta + ZSTD(1) (schema/002)', async function () {
     this.timeout(120_000);
     const [column] = await (await svc.client.query({ query: "SELECT compression_codec FROM system.columns WHERE database = currentDatabase() AND table = 'events' AND name = 'timestamp'", format: 'JSONEachRow' })).json<{ compression_codec: string }>();
