@@ -98,6 +98,13 @@ export async function insertEvents(client: ClickHouseClient, chunks: readonly Bu
       // would allow several blocks for a flush of INGEST_BATCH_ROWS=1000000 or of large events.
       min_insert_block_size_rows: '1000000000000',
       min_insert_block_size_bytes: '1000000000000',
+      // Every request of the flush waits for this INSERT, and the next flush for its end: its
+      // threads run at nice -5, ahead of the background merges (nice 10, src/clickhouse/engine.ts)
+      // and of the service's own parsing, which share the cores with it. The engine's threads take
+      // it for this query only and return to 0 after. A no-op without CAP_SYS_NICE, like the
+      // merges' nice. Open loop at 0.7x: the INSERTs' tail (p99 / max) and so the requests' p99 fall
+      // by half (bench/ingest/README.md, 2026-11-27 11:11).
+      os_thread_priority: '-5',
     },
   });
   // An INSERT answers with an empty body; read it to the end so the socket goes back to the pool.
