@@ -102,8 +102,9 @@ export async function insertEvents(client: ClickHouseClient, chunks: readonly Bu
       // threads run at nice -5, ahead of the background merges (nice 10, src/clickhouse/engine.ts)
       // and of the service's own parsing, which share the cores with it. The engine's threads take
       // it for this query only and return to 0 after. A no-op without CAP_SYS_NICE, like the
-      // merges' nice. Open loop at 0.7x: the INSERTs' tail (p99 / max) and so the requests' p99 fall
-      // by half (bench/ingest/README.md, 2026-11-27 11:11).
+      // merges' nice. The open loop's slow INSERTs spent most of their time waiting for a core; its
+      // request p99 over an hour's runs: median 255 ms against 465 at nice 0, still not reliably
+      // under 250 (bench/ingest/README.md, 2026-11-27 11:11).
       os_thread_priority: '-5',
     },
   });
