@@ -386,7 +386,7 @@ const MICROS_PER_WEEK = 7n * 86_400_000_000n;
 const FIRST_MONDAY = 4n * 86_400_000_000n;
 /**
  * The Mondays a week split may name: survey_responses' partition key toMonday(created_at) is a
- * Date (1970-01-01 .. 2149-06-06), so weeks well inside those years only (1971-01-04 .. 2148-12-29).
+ * Date (1970-01-01 .. 2149-06-06), so weeks well inside those years only (1971-01-04 .. 2148-01-22).
  */
 const MIN_SPLIT_MONDAY = FIRST_MONDAY + 52n * MICROS_PER_WEEK;
 const MAX_SPLIT_MONDAY = FIRST_MONDAY + 9290n * MICROS_PER_WEEK;

@@ -311,7 +311,7 @@ describe('responses: filter compiler', () => {
     });
     it('whole weeks: inside both range bounds, cut by no window start, not before the last one', () => {
       const range = { start: '2024-01-01 00:00:00.000000', end: '2024-01-21 23:59:59.999999' };
-      const mondays = (r: typeof range, w: string[] = []) => wholeWeeksOf(r, w).map(weekPartitionId);
+      const mondays = (r: { start?: string; end?: string }, w: string[] = []) => wholeWeeksOf(r, w).map(weekPartitionId);
       expect(mondays(range)).to.deep.equal(['20240115', '20240108', '20240101']);
       expect(mondays({ ...range, start: '2024-01-01 00:00:00.000001' })).to.deep.equal(['20240115', '20240108']);
       expect(mondays({ ...range, end: '2024-01-21 23:59:59.999998' })).to.deep.equal(['20240108', '20240101']);
