@@ -98,6 +98,15 @@ export async function insertEvents(client: ClickHouseClient, chunks: readonly Bu
       // would allow several blocks for a flush of INGEST_BATCH_ROWS=1000000 or of large events.
       min_insert_block_size_rows: '1000000000000',
       min_insert_block_size_bytes: '1000000000000',
+      // Every request of the flush waits for this INSERT, and the next flush for its end: its
+      // threads run at nice -5, ahead of the engine's background merges (nice 10 or 0,
+      // src/clickhouse/engine.ts). The engine's threads take it for this query only and return to
+      // 0 after. A no-op without CAP_SYS_NICE, like the merges' nice; where the kernel groups
+      // threads by session (sched_autogroup), it orders the engine's threads among themselves, not
+      // against the service's. The open loop's slow INSERTs spent most of their time waiting for
+      // a core; its request p99 over an hour's runs: median 255 ms against 465 at nice 0, still
+      // not reliably under 250 (bench/ingest/README.md, 2026-11-27 11:11).
+      os_thread_priority: '-5',
     },
   });
   // An INSERT answers with an empty body; read it to the end so the socket goes back to the pool.

@@ -56,4 +56,20 @@ describe('event group commit (real engine)', () => {
     for (const r of results) expect((r as PromiseRejectedResult).reason).to.include({ kind: 'unavailable' });
     expect(attempts).to.equal(1);
   });
+
+  it('an INSERT into events asks for nice -5 for its threads (os_thread_priority; a no-op without CAP_SYS_NICE)', async () => {
+    const org = randomUUID();
+    await insertEvents(svc.client, [chunkFor(org, [{ type: 'track', event_name: 'first' }])]);
+    await svc.client.command({ query: 'SYSTEM FLUSH LOGS' });
+    const rows = await (
+      await svc.client.query({
+        query: `SELECT if(mapContains(Settings, 'os_thread_priority'), Settings['os_thread_priority'], Settings['os_threads_nice_value_query']) AS p FROM system.query_log
+                WHERE type = 'QueryFinish' AND query_kind = 'Insert' AND has(tables, concat(currentDatabase(), '.events'))
+                ORDER BY event_time_microseconds DESC LIMIT 1`,
+        format: 'JSONEachRow',
+      })
+    ).json<{ p: string }>(); // the engine logs the setting by its newer name, os_threads_nice_value_query
+    expect(rows.map((r) => r.p)).to.deep.equal(['-5']);
+    expect(await storedFor(org)).to.equal(1);
+  });
 });
