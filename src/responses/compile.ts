@@ -13,6 +13,7 @@ import type { FilterNode, SelectionBody, Scalar } from './filters.ts';
 import { pageWindowAnchor, smallestWindowHolding, windowCountColumns, windowStartsBefore } from '../query/page-windows.ts';
 import { compileSelectionWhere } from '../query/selection.ts';
 import { NO_JIT_SETTINGS, READ_SETTINGS } from '../query/settings.ts';
+import { parseInstantMicros } from '../time/iso.ts';
 import { answerFilterSql } from './answer-filter.ts';
 import { STORED_COLUMNS_SQL } from './stored-doc.ts';
 
@@ -129,7 +130,7 @@ function aliasExpr(node: Extract<FilterNode, { kind: 'respondent_alias' }>, bag:
     const value = node.values[0];
     const utf8 = (column: string) => `arrayExists(a -> positionCaseInsensitiveUTF8(a, ${bag.add(value, 'String')}) > 0, ${column})`;
     if (!uuidTextCannotContain(value) || value.includes('\0')) return utf8('respondent_aliases');
-    if (isPlainAscii(value)) return `position(lower(alias_text), ${bag.add(value.toLowerCase(), 'String')}) > 0`;
+    if (isPlainAscii(value)) return asciiContainsSql(value, bag);
     return utf8(`arrayMap(a -> replaceAll(a, ${NUL_STAND_IN_SQL}, ${NUL_SQL}), splitByChar(${NUL_SQL}, alias_text))`);
   }
   const values = node.op === 'eq' ? node.values.slice(0, 1) : node.values;
@@ -141,6 +142,28 @@ function aliasExpr(node: Extract<FilterNode, { kind: 'respondent_alias' }>, bag:
   const tests: string[] = [];
   for (let i = 0; i < needles.length; i += MAX_SEARCH_NEEDLES) tests.push(`multiSearchAny(alias_text, ${bag.add(needles.slice(i, i + MAX_SEARCH_NEEDLES), 'Array(String)')})`);
   return tests.length === 1 ? tests[0] : `(${tests.join(' OR ')})`;
+}
+
+/** A run of bytes a prefilter must span at least (shorter ones are in most texts). */
+const MIN_PREFILTER_BYTES = 2;
+
+/**
+ * `contains` of an ASCII value without NUL on alias_text: `position(lower(alias_text), lower(v))`
+ * (aliasExpr). `lower` changes only the ASCII letters A-Z, so wherever lower(v) occurs in
+ * lower(alias_text), v's other bytes occur at the same place in alias_text itself:
+ * - a value without letters is searched in alias_text as it is, without lowering it;
+ * - otherwise, when the value holds a run of at least MIN_PREFILTER_BYTES other bytes (the digits
+ *   and `-` of "user-42"), `position(alias_text, run) > 0 AND` comes first: a plain search of the
+ *   stored text, and the engine's AND lowers and searches only the texts it keeps (a fifth of the
+ *   alias test's CPU at 10M, bench/query/README.md, "whole weeks"). The AND is implied by the test
+ *   after it, so the answers are the same.
+ */
+function asciiContainsSql(value: string, bag: ParamBag): string {
+  const runs = value.split(/[A-Za-z]+/);
+  if (runs.length === 1) return `position(alias_text, ${bag.add(value, 'String')}) > 0`;
+  const lowered = `position(lower(alias_text), ${bag.add(value.toLowerCase(), 'String')}) > 0`;
+  const longest = runs.reduce((a, b) => (b.length > a.length ? b : a), '');
+  return longest.length >= MIN_PREFILTER_BYTES ? `(position(alias_text, ${bag.add(longest, 'String')}) > 0 AND ${lowered})` : lowered;
 }
 
 /** The respondent's segments as UUID texts: the expression the segment_items index (schema/210) is built on. */
@@ -339,6 +362,10 @@ function afterSql(after: ResponsePosition, bag: ParamBag): string {
  * range end), the page windows are taken before it instead (search.ts), not the whole selection.
  */
 export function compileSearchCount(selection: ResponseSelection, windowStarts: readonly string[], after?: ResponsePosition): CompiledQuery {
+  if (!after) {
+    const weeks = wholeWeeksOf(selection.range, windowStarts);
+    if (weeks.length > 0) return compileWeekSplitCount(selection, windowStarts, weeks);
+  }
   const bag = new ParamBag();
   const source = fromSelection(selection, bag);
   if (!after) {
@@ -352,6 +379,94 @@ export function compileSearchCount(selection: ResponseSelection, windowStarts: r
   const windows = windowCountColumns('created_at', windowStarts, bag, cond);
   const newest = windowStarts.length > 0 ? `, toString(maxIf(created_at, ${cond})) AS newest` : '';
   return compiled(`SELECT count() AS total, countIf(${cond}) AS after_total${windows}${newest} ${source}`, bag);
+}
+
+/** µs in a week, and the first Monday after the epoch (1970-01-05 00:00 UTC). */
+const MICROS_PER_WEEK = 7n * 86_400_000_000n;
+const FIRST_MONDAY = 4n * 86_400_000_000n;
+/**
+ * The Mondays a week split may name: survey_responses' partition key toMonday(created_at) is a
+ * Date (1970-01-01 .. 2149-06-06), so weeks well inside those years only (1971-01-04 .. 2148-01-22).
+ */
+const MIN_SPLIT_MONDAY = FIRST_MONDAY + 52n * MICROS_PER_WEEK;
+const MAX_SPLIT_MONDAY = FIRST_MONDAY + 9290n * MICROS_PER_WEEK;
+/** At most this many whole weeks are named (~10 years); older ones are counted with the range test. */
+const MAX_SPLIT_WEEKS = 520;
+
+/**
+ * The whole weeks (their Mondays, µs, UTC) of a count that need no created_at test: every instant of
+ * the week [Monday, Monday + 7 days) is inside the range (both bounds given), no window start falls
+ * inside it (each window counts it whole or not at all), and it is not before the last window start
+ * (so that `newest`, read only when no match is at or after that start, comes from the other weeks).
+ * Newest first, at most MAX_SPLIT_WEEKS.
+ */
+export function wholeWeeksOf(range: ResponseSelection['range'], windowStarts: readonly string[]): bigint[] {
+  const start = range?.start === undefined ? null : parseInstantMicros(range.start);
+  const end = range?.end === undefined ? null : parseInstantMicros(range.end);
+  if (start === null || end === null) return [];
+  const windows = windowStarts.map((w) => parseInstantMicros(w));
+  if (windows.some((w) => w === null)) return [];
+  let low = start > MIN_SPLIT_MONDAY ? start : MIN_SPLIT_MONDAY;
+  const last = windows[windows.length - 1];
+  if (last !== undefined && last !== null && last > low) low = last;
+  const weeks: bigint[] = [];
+  // The last Monday whose week ends inside the range, then back to the first at or after `low`.
+  let monday = floorWeek(end + 1n - MICROS_PER_WEEK);
+  if (monday > MAX_SPLIT_MONDAY) monday = MAX_SPLIT_MONDAY;
+  for (; monday >= low && weeks.length < MAX_SPLIT_WEEKS; monday -= MICROS_PER_WEEK) {
+    const next = monday + MICROS_PER_WEEK;
+    if (windows.some((w) => w !== null && w > monday && w < next)) continue;
+    weeks.push(monday);
+  }
+  return weeks;
+}
+
+/** The Monday 00:00 UTC at or before an instant (µs). */
+function floorWeek(t: bigint): bigint {
+  const d = t - FIRST_MONDAY;
+  const q = d / MICROS_PER_WEEK;
+  return FIRST_MONDAY + (d % MICROS_PER_WEEK < 0n ? q - 1n : q) * MICROS_PER_WEEK;
+}
+
+/**
+ * The partition id of a week of survey_responses: its partition key is toMonday(created_at)
+ * (schema/004), a Date, whose partition id is the date as YYYYMMDD. test/integration/search-weeks.test.ts
+ * fails if the key or the id's form changes.
+ */
+export function weekPartitionId(monday: bigint): string {
+  return new Date(Number(monday / 1000n)).toISOString().slice(0, 10).replaceAll('-', '');
+}
+
+/**
+ * The count (compileSearchCount's row, without a cursor) of a range holding whole weeks: the whole
+ * weeks' matches are counted by partition (`_partition_id IN`), without testing created_at on their
+ * rows, and the rest of the range (the edge weeks, the weeks a window start cuts) as before, in a
+ * second read of the same snapshot (enable_shared_storage_snapshot_in_query, settings.ts). Reading and
+ * testing created_at was ~100 of the ~350 ms of engine CPU of a count over 10M responses
+ * (bench/query/README.md, "respondent alias contains, whole weeks"). Each version of a response
+ * shares its created_at, so FINAL collapses versions within one partition, one branch.
+ * A window counts a whole week when its Monday is at or after the window's start (no start falls
+ * inside one). `newest` comes from the other weeks only: it is read (search.ts) only when no match
+ * is at or after the last window start, and every whole week is at or after it, so then it holds no
+ * match and `newest` is the newest match's created_at as before.
+ */
+function compileWeekSplitCount(selection: ResponseSelection, windowStarts: readonly string[], weeks: readonly bigint[]): CompiledQuery {
+  const bag = new ParamBag();
+  const ids = bag.add(weeks.map(weekPartitionId), 'Array(String)');
+  const whole = fromSelection({ ...selection, range: undefined }, bag);
+  const wholeWindows = windowStarts.map((w, i) => {
+    const from = parseInstantMicros(w)!;
+    const inside = weeks.filter((m) => m >= from);
+    const counted = inside.length === weeks.length ? 'count()' : inside.length === 0 ? '0' : `countIf(_partition_id IN ${bag.add(inside.map(weekPartitionId), 'Array(String)')})`;
+    return `, ${counted} AS w${i}`;
+  }).join('');
+  const rest = fromSelection(selection, bag);
+  const restWindows = windowCountColumns('created_at', windowStarts, bag);
+  const newest = windowStarts.length > 0;
+  const wholeSql = `SELECT 0 AS r, count() AS total${wholeWindows}${newest ? `, toDateTime64(0, 6, 'UTC') AS newest` : ''} ${whole} AND _partition_id IN ${ids}`;
+  const restSql = `SELECT 1 AS r, count() AS total${restWindows}${newest ? ', max(created_at) AS newest' : ''} ${rest} AND NOT (_partition_id IN ${ids})`;
+  const sums = windowStarts.map((_, i) => `, sum(w${i}) AS w${i}`).join('');
+  return compiled(`SELECT sum(total) AS total${sums}${newest ? ', toString(maxIf(newest, r = 1)) AS newest' : ''} FROM (${wholeSql} UNION ALL ${restSql})`, bag);
 }
 
 /**

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import * as v from 'valibot';
 import { ParamBag } from '../../src/clickhouse/sql.ts';
 import { DomainError, parseOrThrow } from '../../src/errors.ts';
-import { compileSelection, compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts } from '../../src/responses/compile.ts';
+import { compileSelection, compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, weekPartitionId, wholeWeeksOf } from '../../src/responses/compile.ts';
 import {
   HIDDEN_FIELD_OPERATORS, OPERATORS, RESPONSE_KEY_OPERATORS, parseSurveyIds, selectionEntries, selectionSchema, searchBodySchema,
   type FilterNode, type Operator,
@@ -67,6 +67,11 @@ const cases: Case[] = [
   [r('respondent_alias', 'not_in', { values: ['a'] }), 'NOT (position(alias_text, {p1:String}) > 0)', { p1: '\0a\0' }],
   [r('respondent_alias', 'contains', { value: 'BoB' }), 'position(lower(alias_text), {p1:String}) > 0', { p1: 'bob' }],
   [r('respondent_alias', 'not_contains', { value: 'x' }), 'NOT (position(lower(alias_text), {p1:String}) > 0)', { p1: 'x' }],
+  // an ASCII value with a run of 2+ bytes that are not letters: that run searched in the stored text first; without letters: no lower()
+  [r('respondent_alias', 'contains', { value: 'User-42' }), '(position(alias_text, {p2:String}) > 0 AND position(lower(alias_text), {p1:String}) > 0)', { p1: 'user-42', p2: '-42' }],
+  [r('respondent_alias', 'not_contains', { value: 'a.b@x-1' }), 'NOT ((position(alias_text, {p2:String}) > 0 AND position(lower(alias_text), {p1:String}) > 0))', { p1: 'a.b@x-1', p2: '-1' }],
+  [r('respondent_alias', 'contains', { value: 'a.b@c' }), 'position(lower(alias_text), {p1:String}) > 0', { p1: 'a.b@c' }],
+  [r('respondent_alias', 'contains', { value: '42@' }), 'position(alias_text, {p1:String}) > 0', { p1: '42@' }],
   [r('respondent_alias', 'contains', { value: 'Müller' }), "arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, arrayMap(a -> replaceAll(a, '\\xFF', '\\0'), splitByChar('\\0', alias_text)))", { p1: 'Müller' }],
   // ... and the others every alias: a value with a NUL, a UUID text, a needle of hex digits and dashes, or without any other ASCII character
   [r('respondent_alias', 'contains', { value: 'x\0y' }), 'arrayExists(a -> positionCaseInsensitiveUTF8(a, {p1:String}) > 0, respondent_aliases)', { p1: 'x\0y' }],
@@ -303,6 +308,31 @@ describe('responses: filter compiler', () => {
       expect(page.sql).to.equal(
         `SELECT ${STORED_COLUMNS_SQL}, toString(created_at) AS c, toString(id) AS i FROM survey_responses FINAL WHERE org_id = {p0:UUID} AND survey_id IN {p1:Array(UUID)} AND (language = {p2:String}) AND ${cond} ORDER BY created_at DESC, id DESC LIMIT {p5:UInt32} OFFSET {p6:UInt32}`,
       );
+    });
+    it('whole weeks: inside both range bounds, cut by no window start, not before the last one', () => {
+      const range = { start: '2024-01-01 00:00:00.000000', end: '2024-01-21 23:59:59.999999' };
+      const mondays = (r: { start?: string; end?: string }, w: string[] = []) => wholeWeeksOf(r, w).map(weekPartitionId);
+      expect(mondays(range)).to.deep.equal(['20240115', '20240108', '20240101']);
+      expect(mondays({ ...range, start: '2024-01-01 00:00:00.000001' })).to.deep.equal(['20240115', '20240108']);
+      expect(mondays({ ...range, end: '2024-01-21 23:59:59.999998' })).to.deep.equal(['20240108', '20240101']);
+      expect(mondays(range, ['2024-01-10 12:00:00.000000'])).to.deep.equal(['20240115']);
+      expect(mondays(range, ['2024-01-15 00:00:00.000000', '2024-01-08 00:00:00.000000'])).to.deep.equal(['20240115', '20240108']);
+      expect(mondays(range, ['2023-01-01 00:00:00.000000'])).to.deep.equal(['20240115', '20240108', '20240101']);
+      expect(mondays({ start: range.start })).to.deep.equal([]);
+      expect(mondays({ end: range.end })).to.deep.equal([]);
+      expect(mondays({ start: '2024-01-02 00:00:00.000000', end: '2024-01-08 23:00:00.000000' })).to.deep.equal([]);
+    });
+    it('a count over whole weeks: by partition for those, the range tested on the rest, in one query', () => {
+      const range = { start: '2024-01-01 00:00:00.000000', end: '2024-01-21 23:59:59.999999' };
+      const count = compileSearchCount({ ...scope(), range }, ['2024-01-21 00:00:00.000000', '2024-01-08 00:00:00.000000']);
+      expect(count.sql).to.equal(
+        "SELECT sum(total) AS total, sum(w0) AS w0, sum(w1) AS w1, toString(maxIf(newest, r = 1)) AS newest FROM (" +
+          "SELECT 0 AS r, count() AS total, 0 AS w0, count() AS w1, toDateTime64(0, 6, 'UTC') AS newest FROM survey_responses FINAL WHERE org_id = {p1:UUID} AND survey_id IN {p2:Array(UUID)} AND (language = {p3:String}) AND _partition_id IN {p0:Array(String)} UNION ALL " +
+          "SELECT 1 AS r, count() AS total, countIf(created_at >= {p9:DateTime64(6, 'UTC')}) AS w0, countIf(created_at >= {p10:DateTime64(6, 'UTC')}) AS w1, max(created_at) AS newest FROM survey_responses FINAL WHERE org_id = {p4:UUID} AND survey_id IN {p5:Array(UUID)} AND created_at >= {p6:DateTime64(6, 'UTC')} AND created_at <= {p7:DateTime64(6, 'UTC')} AND (language = {p8:String}) AND NOT (_partition_id IN {p0:Array(String)}))",
+      );
+      expect(count.params.p0).to.deep.equal(['20240108']);
+      // With a cursor: the plain count.
+      expect(compileSearchCount({ ...scope(), range }, [], { createdAt: '2024-01-10 00:00:00.000000', id: U2 }).sql).to.not.include('_partition_id');
     });
     const NOW = Date.UTC(2024, 5, 15, 12, 0, 0);
     it('window starts: 1 hour, 1 day, 7, 30 and 365 days before now without a range end', () => {
