@@ -19,7 +19,7 @@ import { charCount } from '../chars.ts';
 import { invalid } from '../errors.ts';
 import { formatDbDate, parseIsoMillis } from '../time/iso.ts';
 import type { EventType, ParsedEvent } from './schema.ts';
-import { NIL_UUID, V5Prefix } from '../uuid.ts';
+import { NIL_UUID } from '../uuid.ts';
 
 /**
  * Namespace of every name-based id of tallyhouse. Derived once, reproducibly, as
@@ -131,25 +131,42 @@ function slabId(): Uint8Array {
 }
 
 /**
- * Per organization id (the request's own string), SHA-1 of the namespace and `["user","<org>","`
- * done once (V5Prefix): a user id then hashes only the rest of its name. Cleared with the cache.
+ * Per organization id (the request's own string), the UTF-8 bytes of `["user","<org>","`: the
+ * start of every user name of that organization, encoded once. Cleared with the cache.
  */
-const userPrefixes = new Map<string, V5Prefix>();
+const userPrefixes = new Map<string, Buffer>();
 const MAX_USER_PREFIXES = 10_000;
 
-/** uuidV5(namespace, JSON.stringify(['user', orgId.toLowerCase(), alias])) as 16 bytes. */
+/**
+ * uuidV5(namespace, JSON.stringify(['user', orgId.toLowerCase(), alias])) as 16 bytes of an id
+ * slab: the name's bytes written into the reused buffer from the organization's prefix and the
+ * alias (as JSON writes it inside its quotes), hashed with node:crypto in one call. No string of
+ * the whole name, no array for JSON.stringify, no buffer of its own per id.
+ */
 function userId(orgId: string, alias: string): Uint8Array {
   let prefix = userPrefixes.get(orgId);
   if (!prefix) {
     if (userPrefixes.size >= MAX_USER_PREFIXES) userPrefixes.clear();
-    prefix = new V5Prefix(TALLYHOUSE_NAMESPACE_BYTES, `["user",${JSON.stringify(orgId.toLowerCase())},"`);
+    prefix = Buffer.from(`["user",${JSON.stringify(orgId.toLowerCase())},"`, 'utf8');
     userPrefixes.set(orgId, prefix);
   }
+  // An alias of printable ASCII without `"` or `\` is its own JSON text; any other is escaped.
+  const ascii = plainAscii(alias);
+  const rest = ascii ? alias : JSON.stringify(alias).slice(1, -1);
+  // A UTF-16 code unit is at most 3 bytes of UTF-8; then `"]`.
+  if (16 + prefix.length + 3 * rest.length + 2 > nameBytes.length) return nameId(JSON.stringify(['user', orgId.toLowerCase(), alias]));
+  prefix.copy(nameBytes, 16);
+  let end = 16 + prefix.length;
+  end += nameBytes.write(rest, end, ascii ? 'latin1' : 'utf8');
+  nameBytes[end++] = 0x22; // "
+  nameBytes[end++] = 0x5d; // ]
+  const digest = hash('sha1', nameBytes.subarray(0, end), 'buffer');
   const id = slabId();
-  // The name's rest: the alias as JSON writes it inside its quotes, then `"]`. An alias of
-  // printable ASCII without `"` or `\` is its own JSON text; any other goes through JSON.stringify.
-  const ok = plainAscii(alias) ? prefix.idOf(alias, '"]', id, 0) : prefix.idOf(JSON.stringify(alias).slice(1), ']', id, 0);
-  return ok ? id : nameId(JSON.stringify(['user', orgId.toLowerCase(), alias]));
+  id.set(digest.subarray(0, 16));
+  // RFC 9562 version 5 and variant bits.
+  id[6] = (id[6] & 0x0f) | 0x50;
+  id[8] = (id[8] & 0x3f) | 0x80;
+  return id;
 }
 
 /** Printable ASCII with nothing JSON escapes. */
