@@ -81,6 +81,16 @@ describe('search count: whole weeks counted by partition, the same row as testin
     }
   });
 
+  it('org_id is LowCardinality(UUID), still first in the sorting key (schema/281): the org test reads a dictionary index a row', async () => {
+    const rs = await svc.client.query({
+      query: "SELECT type, is_in_sorting_key AS k FROM system.columns WHERE database = currentDatabase() AND table = 'survey_responses' AND name = 'org_id'",
+      format: 'JSONEachRow',
+    });
+    expect(await rs.json()).to.deep.equal([{ type: 'LowCardinality(UUID)', k: 1 }]);
+    const keys = await svc.client.query({ query: "SELECT sorting_key FROM system.tables WHERE database = currentDatabase() AND name = 'survey_responses'", format: 'JSONEachRow' });
+    expect((await keys.json<{ sorting_key: string }>())[0].sorting_key).to.match(/^org_id, /);
+  });
+
   it('the same count row as the range tested on every row, for random ranges, windows, surveys and filters', async () => {
     const edge = fc.oneof(
       fc.bigInt({ min: -WEEK, max: 11n * WEEK }).map((t) => MONDAY + t),
