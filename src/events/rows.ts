@@ -19,7 +19,7 @@ import { charCount } from '../chars.ts';
 import { invalid } from '../errors.ts';
 import { formatDbDate, parseIsoMillis } from '../time/iso.ts';
 import type { EventType, ParsedEvent } from './schema.ts';
-import { NIL_UUID } from '../uuid.ts';
+import { NIL_UUID, V5Prefix } from '../uuid.ts';
 
 /**
  * Namespace of every name-based id of tallyhouse. Derived once, reproducibly, as
@@ -99,14 +99,66 @@ function rememberId(kind: IdKind, orgId: string, key: string, bytes: Uint8Array)
   if (idCacheSize >= ID_CACHE_LIMIT) {
     idCache = { user: new Map(), group: new Map() };
     idCacheSize = 0;
+    userPrefixes.clear();
   }
   const byOrg = idCache[kind];
   let ids = byOrg.get(orgId);
   if (!ids) byOrg.set(orgId, (ids = new Map()));
-  const id: NameId = { bytes, key: Buffer.from(bytes.buffer, bytes.byteOffset, 16).toString('latin1') };
+  const id: NameId = { bytes, key: latin1Key(bytes) };
   ids.set(key, id);
   idCacheSize++;
   return id;
+}
+
+/** 16 bytes as a latin1 string (one character a byte). */
+const latin1Key = (b: Uint8Array): string =>
+  String.fromCharCode(b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]);
+
+/**
+ * The cached ids' bytes are 16-byte views of shared slabs: no buffer of its own per id (an
+ * ArrayBuffer each, which the garbage collector tracks one by one).
+ */
+const ID_SLAB_BYTES = 16 * 1024;
+let idSlab = new Uint8Array(ID_SLAB_BYTES);
+let idSlabAt = 0;
+function slabId(): Uint8Array {
+  if (idSlabAt === ID_SLAB_BYTES) {
+    idSlab = new Uint8Array(ID_SLAB_BYTES);
+    idSlabAt = 0;
+  }
+  idSlabAt += 16;
+  return idSlab.subarray(idSlabAt - 16, idSlabAt);
+}
+
+/**
+ * Per organization id (the request's own string), SHA-1 of the namespace and `["user","<org>","`
+ * done once (V5Prefix): a user id then hashes only the rest of its name. Cleared with the cache.
+ */
+const userPrefixes = new Map<string, V5Prefix>();
+const MAX_USER_PREFIXES = 10_000;
+
+/** uuidV5(namespace, JSON.stringify(['user', orgId.toLowerCase(), alias])) as 16 bytes. */
+function userId(orgId: string, alias: string): Uint8Array {
+  let prefix = userPrefixes.get(orgId);
+  if (!prefix) {
+    if (userPrefixes.size >= MAX_USER_PREFIXES) userPrefixes.clear();
+    prefix = new V5Prefix(TALLYHOUSE_NAMESPACE_BYTES, `["user",${JSON.stringify(orgId.toLowerCase())},"`);
+    userPrefixes.set(orgId, prefix);
+  }
+  const id = slabId();
+  // The name's rest: the alias as JSON writes it inside its quotes, then `"]`. An alias of
+  // printable ASCII without `"` or `\` is its own JSON text; any other goes through JSON.stringify.
+  const ok = plainAscii(alias) ? prefix.idOf(alias, '"]', id, 0) : prefix.idOf(JSON.stringify(alias).slice(1), ']', id, 0);
+  return ok ? id : nameId(JSON.stringify(['user', orgId.toLowerCase(), alias]));
+}
+
+/** Printable ASCII with nothing JSON escapes. */
+function plainAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return false;
+  }
+  return true;
 }
 
 /** The namespace's bytes, then the name's UTF-8 bytes: what SHA-1 hashes for a v5 id. */
@@ -152,7 +204,7 @@ export function userIdBytes(orgId: string, alias: string): Uint8Array {
 
 /** userIdForAlias as its bytes and its latin1 key. */
 export function userNameId(orgId: string, alias: string): NameId {
-  return cachedId('user', orgId, alias) ?? rememberId('user', orgId, alias, nameId(JSON.stringify(['user', orgId.toLowerCase(), alias])));
+  return cachedId('user', orgId, alias) ?? rememberId('user', orgId, alias, userId(orgId, alias));
 }
 
 /** The stable id of a group within an organization; a missing group_type is ''. */

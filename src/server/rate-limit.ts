@@ -24,7 +24,7 @@ interface TokenWindow {
  * the decrement and the read happen in one step) rather than by scheduling a job: `schedule()`
  * passes every job of a limiter through one submission lock with a timer hop per step, which
  * caps one token's throughput on a busy event loop below its limit (bench/ingest/README.md,
- * "Figures behind the schema and the code").
+ * "Figures behind the schema and the code"). See `takeOne` for how it is taken.
  */
 export function rateLimit(name: string, perSecond: number, shared?: SharedLimits): Middleware<AuthState> {
   const windows = new Map<string, TokenWindow>();
@@ -54,7 +54,11 @@ export function rateLimit(name: string, perSecond: number, shared?: SharedLimits
     // Several instances (REDIS_URL): the token's one shared reservoir; this instance's own while
     // Redis is unreachable (shared-limits.ts).
     const key = ctx.state.auth.tokenId;
-    const left = (shared ? await shared.take(name, key, perSecond) : undefined) ?? (await windowOf(key).limiter.incrementReservoir(-1)) ?? 0;
+    let left = shared ? await shared.take(name, key, perSecond) : undefined;
+    if (left == null) {
+      const taken = takeOne(windowOf(key).limiter);
+      left = (typeof taken === 'number' ? taken : await taken) ?? 0;
+    }
     const headers = {
       'RateLimit-Limit': String(perSecond),
       'RateLimit-Remaining': String(Math.max(0, left)),
@@ -69,4 +73,25 @@ export function rateLimit(name: string, perSecond: number, shared?: SharedLimits
     ctx.set(headers);
     await next();
   };
+}
+
+/** Bottleneck's local datastore, as its 2.x source has it: the reservoir is `storeOptions.reservoir`. */
+interface LocalStore {
+  storeOptions?: { reservoir?: number | null };
+}
+
+/**
+ * Takes one from a limiter's reservoir: the reservoir left after it (negative: it was empty).
+ * `incrementReservoir(-1)` on the local datastore is this decrement and read, reached through an
+ * async function that first waits for a `setTimeout(0)` (LocalDatastore.yieldLoop: every request
+ * paid a timer and ~1 ms), then drains the limiter's queue (always empty here: no job is ever
+ * scheduled). Where the limiter's store is that local datastore, the same decrement and read are
+ * done here in one synchronous step (atomic in one process, as there); any other store goes
+ * through `incrementReservoir`. The refill stays bottleneck's (its heartbeat). A unit test holds
+ * the two to the same reservoir (test/unit/rate-limit.test.ts).
+ */
+export function takeOne(limiter: Bottleneck): number | Promise<number | null> {
+  const options = (limiter as unknown as { datastore?: string; _store?: LocalStore }).datastore === 'local' ? (limiter as unknown as { _store?: LocalStore })._store?.storeOptions : undefined;
+  if (options && typeof options.reservoir === 'number') return (options.reservoir -= 1);
+  return limiter.incrementReservoir(-1);
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import {
@@ -97,6 +98,27 @@ describe('event rows', () => {
           expect(groupIdFor(ORG, type, alias)).to.equal(uuidV5(TALLYHOUSE_ID_NAMESPACE, JSON.stringify(['group', ORG.toLowerCase(), type, alias])));
         }),
       );
+    });
+
+    it('is uuid v5 of the documented name for new organizations and aliases of every length (the hashed prefix, property)', () => {
+      // Each case a new organization (no cached id, no cached prefix); aliases past the scratch
+      // buffer (16 KiB) take the other hash.
+      fc.assert(
+        fc.property(
+          fc.uuid(),
+          fc.boolean(),
+          fc.oneof(fc.string({ minLength: 1, maxLength: 200, unit: 'binary' }), fc.string({ minLength: 1, maxLength: 7000, unit: 'grapheme' }), fc.stringMatching(/^[a-z0-9-]{1,120}$/)),
+          (org, upper, alias) => {
+            const orgId = upper ? org.toUpperCase() : org;
+            expect(userIdForAlias(orgId, alias)).to.equal(uuidV5(TALLYHOUSE_ID_NAMESPACE, JSON.stringify(['user', org.toLowerCase(), alias])));
+          },
+        ),
+        { numRuns: 300 },
+      );
+      for (const alias of ['x'.repeat(55), 'x'.repeat(56), 'x'.repeat(64), 'x'.repeat(5000), 'é'.repeat(3000), 'é'.repeat(6000), 'a"b\\c', '\u0001']) {
+        const org = randomUUID();
+        expect(userIdForAlias(org, alias)).to.equal(uuidV5(TALLYHOUSE_ID_NAMESPACE, JSON.stringify(['user', org, alias])));
+      }
     });
 
     it('pins the id of an alias (changing the derivation would split every user)', () => {
