@@ -11,6 +11,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildClient } from '../../src/clickhouse/connection.ts';
+import { PROFILE_LOGS_CONFIG_XML } from '../../src/clickhouse/engine.ts';
 import { loadConfig } from '../../src/config.ts';
 import { envPairs, parseFlags, positiveInt, positiveNumber } from '../lib/args.ts';
 import { monotonicMicros, summarizeProfile, type ProfileSummary } from '../lib/cpuprofile.ts';
@@ -73,6 +74,12 @@ export interface IngestOptions {
   /** Extra node flags for the started service (e.g. --max-semi-space-size=64). */
   nodeArgs: string[];
   cpuProf: boolean;
+  /**
+   * Start the engine with system.query_views_log and system.part_log (DATA_DIR/engine.d, any
+   * checkout), and read each phase's engine costs after its merges have settled: the per-view,
+   * per-table and per-merge split of the engine's CPU. Off by default (the logs cost a little).
+   */
+  engineLogs: boolean;
   keepData: boolean;
   /** Write the JSON result (default true). */
   write: boolean;
@@ -97,6 +104,7 @@ export const DEFAULTS: IngestOptions = {
   env: {},
   nodeArgs: [],
   cpuProf: false,
+  engineLogs: false,
   keepData: false,
   write: true,
   log: (line) => process.stderr.write(`[ingest] ${line}\n`),
@@ -178,6 +186,17 @@ async function settle(target: BenchTarget): Promise<void> {
   await waitForMerges(target.client, { timeoutMs: 20_000, pollMs: 250 }).catch(() => undefined);
 }
 
+/**
+ * The engine's costs of a phase by view, table and statement. With --engine-logs, read after the
+ * phase's merges have settled (so a table's merges include those the phase's parts started after
+ * its window), over [t0, settled]; else over the window.
+ */
+async function phaseCosts(target: BenchTarget, opts: IngestOptions, t0: number, t1: number): Promise<EngineCostRow[]> {
+  if (!opts.engineLogs) return engineCosts(target.client, t0, t1);
+  await settle(target);
+  return engineCosts(target.client, t0, Date.now());
+}
+
 export async function runIngestBench(partial: Partial<IngestOptions> = {}): Promise<IngestResult> {
   const opts: IngestOptions = { ...DEFAULTS, ...partial, env: { ...DEFAULTS.env, ...(partial.env ?? {}) } };
   const log = opts.log;
@@ -194,7 +213,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
   const profileDir = opts.cpuProf ? join(RESULTS_DIR, `profile-${startedAt.toISOString().replace(/[:.]/g, '-')}`) : undefined;
   const target = opts.url
     ? await attachService(opts.url, { dataDir: opts.dataDir, pid: opts.pid })
-    : await startService({ env: opts.env, nodeArgs: opts.nodeArgs, cpuProfDir: profileDir, keepData: opts.keepData, repo: opts.repo, log });
+    : await startService({ env: opts.env, nodeArgs: opts.nodeArgs, cpuProfDir: profileDir, keepData: opts.keepData, repo: opts.repo, engineConfigXml: opts.engineLogs ? PROFILE_LOGS_CONFIG_XML : undefined, log });
 
   const phases: PhaseResult[] = [];
   const serviceWindows: Array<[number, number]> = [];
@@ -265,7 +284,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
           rows_match: stored === res.distinct_acked_events_total,
           unanswered_requests: res.unknown_requests_total,
           engine_inserts: inserts,
-          engine_costs: await engineCosts(target.client, t0, t1),
+          engine_costs: await phaseCosts(target, opts, t0, t1),
           engine_insert_profile: await insertProfile(target.client, table, t0, t1),
           engine_threads: threads,
           load: res,
@@ -291,7 +310,7 @@ export async function runIngestBench(partial: Partial<IngestOptions> = {}): Prom
           expected_rows: res.inserted_rows_total,
           rows_match: stored === res.inserted_rows_total,
           engine_inserts: await insertLog(target.client, table, t0, t1),
-          engine_costs: await engineCosts(target.client, t0, t1),
+          engine_costs: await phaseCosts(target, opts, t0, t1),
           engine_insert_profile: await insertProfile(target.client, table, t0, t1),
           engine_threads: threads,
           direct: res,
@@ -490,10 +509,36 @@ function report(r: IngestResult): void {
   }
   const costs = r.phases.filter((p) => p.engine_costs.length > 0);
   if (costs.length) {
+    const perEv = (p: PhaseResult, v: number | undefined, scale = 1) => (p.expected_rows && v !== undefined ? round((v * scale) / p.expected_rows, 2) : undefined);
     printTable(
-      'Engine time per view, table and statement (system.query_views_log, system.part_log, system.query_log by normalized text; µs per event stored in the phase)',
-      ['phase', 'what', 'count', 'rows', 'avg ms', 'CPU s', 'CPU µs/ev'],
-      costs.flatMap((p) => p.engine_costs.map((c) => [p.phase, c.what, c.count, c.rows, c.duration_ms_avg, c.cpu_s, p.expected_rows ? round((c.cpu_s * 1e6) / p.expected_rows, 2) : undefined])),
+      'Engine time per view, table and statement (system.query_views_log, system.part_log, system.query_log by normalized text; µs per event stored in the phase; ' +
+        'merges: rows read per event stored (how many times a row is merged), and the projections\' stage, skip indexes and statistics in µs per event)',
+      ['phase', 'what', 'count', 'rows', 'avg ms', 'CPU s', 'CPU µs/ev', 'merged rows/ev', 'projections µs/ev', 'skip idx µs/ev', 'statistics µs/ev'],
+      costs.flatMap((p) =>
+        p.engine_costs.map((c) => [
+          p.phase, c.what, c.count, c.rows, c.duration_ms_avg, c.cpu_s, perEv(p, c.cpu_s, 1e6),
+          perEv(p, c.merged_rows), perEv(p, c.projection_ms, 1e3), perEv(p, c.skip_index_ms, 1e3), perEv(p, c.statistics_ms, 1e3),
+        ]),
+      ),
+    );
+    const keys = [
+      ['OSCPUVirtualTimeMicroseconds', 'CPU'],
+      ['MergeTreeDataWriterSortingBlocksMicroseconds', 'sort'],
+      ['MergeTreeDataWriterProjectionsCalculationMicroseconds', 'projections'],
+      ['MergeTreeDataProjectionWriterSortingBlocksMicroseconds', 'projections sort'],
+      ['MergeTreeDataWriterSkipIndicesCalculationMicroseconds', 'skip idx'],
+      ['MergeTreeDataWriterStatisticsCalculationMicroseconds', 'statistics'],
+    ] as const;
+    printTable(
+      'The INSERTs into events by step (system.query_log ProfileEvents, views included; µs per event stored)',
+      ['phase', ...keys.map(([, h]) => h), 'rows written', 'projection rows', 'compressed bytes/ev'],
+      costs.map((p) => {
+        const e = p.engine_insert_profile;
+        return [
+          p.phase, ...keys.map(([k]) => perEv(p, e[k] ?? 0)), e.MergeTreeDataWriterRows, e.MergeTreeDataProjectionWriterRows,
+          perEv(p, (e.MergeTreeDataWriterCompressedBytes ?? 0) + (e.MergeTreeDataProjectionWriterCompressedBytes ?? 0)),
+        ];
+      }),
     );
   }
   const threaded = r.phases.filter((p) => p.engine_threads?.length);
@@ -540,6 +585,8 @@ const USAGE = `usage: node --import tsx bench/ingest/run.ts [flags]
   --repo DIR              start the service of another checkout (before/after comparisons: same load generator)
   --open-share X          open loop at X times the closed loop's events/s of this run (e.g. 0.7), instead of --rate
   --url URL               bench a running service (needs --data-dir DIR or CLICKHOUSE_URL; --pid PID for its CPU)
+  --engine-logs           start the engine with query_views_log and part_log (DATA_DIR/engine.d; any --repo):
+                          each phase's engine CPU by view, table, merge and INSERT step, read after its merges
   --keep-data             keep the temporary DATA_DIR
   --no-write              do not write bench/results/ingest-<time>.json
 Environment: CLICKHOUSE_URL runs the service (and the limit) against that server instead of the embedded engine.`;
@@ -567,6 +614,7 @@ export function optionsFromArgv(argv: string[]): Partial<IngestOptions> {
       phases: { type: 'string' },
       env: { type: 'string', multiple: true },
       'cpu-prof': { type: 'boolean' },
+      'engine-logs': { type: 'boolean' },
       'node-arg': { type: 'string', multiple: true },
       url: { type: 'string' },
       repo: { type: 'string' },
@@ -613,6 +661,7 @@ export function optionsFromArgv(argv: string[]): Partial<IngestOptions> {
     env: envPairs(f.env),
     nodeArgs: f['node-arg'] ?? [],
     cpuProf: Boolean(f['cpu-prof']),
+    engineLogs: Boolean(f['engine-logs']),
     url: f.url,
     repo: f.repo,
     openShare: f['open-share'] ? positiveNumber('open-share', f['open-share'], 0.7, 0.01) : undefined,

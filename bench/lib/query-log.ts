@@ -84,6 +84,13 @@ export interface EngineCostRow {
   rows: number;
   duration_ms_avg: number;
   cpu_s: number;
+  /** Merges (part_log): rows read from the merged parts (ProfileEvents MergedRows), and how the
+   * merge's time split: projections' stage (ms, wall), skip indexes and column statistics (ms of
+   * calculation). */
+  merged_rows?: number;
+  projection_ms?: number;
+  skip_index_ms?: number;
+  statistics_ms?: number;
 }
 
 export async function engineCosts(client: ClickHouseClient, fromMs: number, toMs: number): Promise<EngineCostRow[]> {
@@ -104,7 +111,11 @@ export async function engineCosts(client: ClickHouseClient, fromMs: number, toMs
     ).catch(() => []);
     const parts = await rows(
       `SELECT concat(if(event_type = 'NewPart', 'insert ', 'merge '), table) AS what, count() AS count, sum(rows) AS rows, avg(duration_ms) AS duration_ms_avg,
-              sum(ProfileEvents['OSCPUVirtualTimeMicroseconds']) / 1e6 AS cpu_s
+              sum(ProfileEvents['OSCPUVirtualTimeMicroseconds']) / 1e6 AS cpu_s,
+              sum(ProfileEvents['MergedRows']) AS merged_rows,
+              sum(ProfileEvents['MergeProjectionStageTotalMilliseconds']) AS projection_ms,
+              sum(ProfileEvents['MergeTreeDataWriterSkipIndicesCalculationMicroseconds']) / 1e3 AS skip_index_ms,
+              sum(ProfileEvents['MergeTreeDataWriterStatisticsCalculationMicroseconds']) / 1e3 AS statistics_ms
        FROM system.part_log
        WHERE event_time_microseconds BETWEEN fromUnixTimestamp64Micro({from_us:Int64}) AND fromUnixTimestamp64Micro({to_us:Int64})
          AND database = currentDatabase() AND event_type IN ('NewPart', 'MergeParts')
@@ -127,6 +138,14 @@ export async function engineCosts(client: ClickHouseClient, fromMs: number, toMs
       rows: Number(r.rows),
       duration_ms_avg: Math.round(Number(r.duration_ms_avg) * 10) / 10,
       cpu_s: Math.round(Number(r.cpu_s) * 100) / 100,
+      ...(String(r.what).startsWith('merge ')
+        ? {
+            merged_rows: Number(r.merged_rows),
+            projection_ms: Math.round(Number(r.projection_ms)),
+            skip_index_ms: Math.round(Number(r.skip_index_ms)),
+            statistics_ms: Math.round(Number(r.statistics_ms)),
+          }
+        : {}),
     }));
   } catch {
     return [];

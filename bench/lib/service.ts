@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
@@ -61,6 +61,8 @@ export interface StartOptions {
   nodeArgs?: string[];
   /** Keep the temporary DATA_DIR after the run. */
   keepData?: boolean;
+  /** Extra engine config, written to DATA_DIR/engine.d/bench.xml (merged by the engine; any checkout). */
+  engineConfigXml?: string;
   /** Another checkout of tallyhouse whose service to start (its own bin/tallyhouse.js): before/after comparisons with one load generator. */
   repo?: string;
   log?: (line: string) => void;
@@ -128,6 +130,10 @@ export async function startService(opts: StartOptions = {}): Promise<BenchTarget
   const persistent = opts.dataDir !== undefined;
   const dataDir = persistent ? resolve(opts.dataDir!) : mkdtempSync(join(os.tmpdir(), 'tallyhouse-bench-'));
   if (persistent) mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  if (opts.engineConfigXml && !external) {
+    mkdirSync(join(dataDir, 'engine.d'), { recursive: true, mode: 0o700 });
+    writeFileSync(join(dataDir, 'engine.d', 'bench.xml'), opts.engineConfigXml, { mode: 0o600 });
+  }
   const removeData = () => {
     if (!persistent && !opts.keepData) rmSync(dataDir, { recursive: true, force: true });
   };

@@ -17,6 +17,9 @@ import type { Logger } from '../log.ts';
  *   engine.json  {port, pid} of the engine serving this directory, for other commands to find
  *   engine.log   the engine's stderr
  *   clickhouse/  the engine's data
+ *   engine.d/    optional: every *.xml in it is merged into engine.xml by the engine itself
+ *                (ClickHouse's `<config>.d` rule), for a probe's or a bench's extra config with no
+ *                code change, in any checkout (bench/ingest writes PROFILE_LOGS_CONFIG_XML there)
  */
 export const ENGINE_KEY_HEADER = 'X-Tallyhouse-Engine-Key';
 
@@ -39,6 +42,19 @@ export interface EngineEndpoint {
 
 const CHILD_SCRIPT = fileURLToPath(new URL('./engine-child.js', import.meta.url));
 const READY_TIMEOUT_MS = 60_000;
+
+/**
+ * `system.query_views_log` (each materialized view's run of an INSERT: rows, CPU) and
+ * `system.part_log` (each new part and merge: rows, duration, ProfileEvents), for a bench to say
+ * what each view, table and merge of an INSERT costs. Not in the default config: like query_log,
+ * clickhouse-local keeps them in memory (its `system` database is not persistent), so a
+ * long-running service would grow them without bound; a probe puts this in DATA_DIR/engine.d/.
+ */
+export const PROFILE_LOGS_CONFIG_XML = `<clickhouse>
+  <query_views_log><database>system</database><table>query_views_log</table><flush_interval_milliseconds>1000</flush_interval_milliseconds></query_views_log>
+  <part_log><database>system</database><table>part_log</table><flush_interval_milliseconds>1000</flush_interval_milliseconds></part_log>
+</clickhouse>
+`;
 
 /** What an engine of an embedded cluster adds to a plain one (embedded-cluster.ts). */
 export interface EngineOptions {
