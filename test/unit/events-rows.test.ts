@@ -100,9 +100,9 @@ describe('event rows', () => {
       );
     });
 
-    it('is uuid v5 of the documented name for new organizations and aliases of every length (the hashed prefix, property)', () => {
-      // Each case a new organization (no cached id, no cached prefix); aliases past the scratch
-      // buffer (16 KiB) take the other hash.
+    it('is uuid v5 of the documented name for new organizations and aliases of every length (the encoded prefix, property)', () => {
+      // Each case a new organization (no cached id, no cached prefix); names longer than the
+      // 8 KiB name buffer (3 bytes a UTF-16 unit counted) take uuid's v5 instead.
       fc.assert(
         fc.property(
           fc.uuid(),
@@ -115,7 +115,7 @@ describe('event rows', () => {
         ),
         { numRuns: 300 },
       );
-      for (const alias of ['x'.repeat(55), 'x'.repeat(56), 'x'.repeat(64), 'x'.repeat(5000), 'é'.repeat(3000), 'é'.repeat(6000), 'a"b\\c', '\u0001']) {
+      for (const alias of ['x'.repeat(55), 'x'.repeat(56), 'x'.repeat(64), 'x'.repeat(2700), 'x'.repeat(2720), 'é'.repeat(2700), 'x'.repeat(5000), 'é'.repeat(3000), 'é'.repeat(6000), 'a"b\\c', '\u0001']) {
         const org = randomUUID();
         expect(userIdForAlias(org, alias)).to.equal(uuidV5(TALLYHOUSE_ID_NAMESPACE, JSON.stringify(['user', org, alias])));
       }
