@@ -7,17 +7,28 @@
 import * as v from 'valibot';
 
 /**
+ * On the guard of a jsonObject: the schema that describes it in JSON Schema (server/openapi.ts).
+ * The converter reads a pipe's input type from its first schema, the guard, which has none.
+ */
+export const JSON_SCHEMA_OF: unique symbol = Symbol('tallyhouse.jsonSchemaOf');
+
+/**
  * A strict JSON object: not an array, not null, no field outside `entries`. The JSON Schema
  * (OpenAPI) reads `type: object, additionalProperties: false`.
  */
 export function jsonObject<const E extends v.ObjectEntries>(entries: E, what: string) {
   const accepted = Object.keys(entries).join(', ');
-  return v.pipe(
-    v.custom<Record<string, unknown>>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), `${what} must be a JSON object`),
-    v.strictObject(entries, (issue) =>
-      issue.expected === 'never' ? `unknown field ${issue.received}; ${what} accepts ${accepted}` : `${what} must be a JSON object`,
-    ),
-  );
+  const strict = v.strictObject(entries, (issue) => {
+    if (issue.expected === 'never') return `unknown field ${issue.received}; ${what} accepts ${accepted}`;
+    // A required member that is absent: name it (the object itself is fine).
+    const key = issue.path?.at(-1)?.key;
+    if (issue.received === 'undefined' && typeof key === 'string') return `${key} is required`;
+    return `${what} must be a JSON object`;
+  });
+  // valibot's object schemas take an array as an object with no members; the guard refuses it first.
+  const guard = v.custom<Record<string, unknown>>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), `${what} must be a JSON object`);
+  Object.defineProperty(guard, JSON_SCHEMA_OF, { value: strict });
+  return v.pipe(guard, strict);
 }
 
 /** A field accepted for compatibility and ignored (a dashboard may send the search body to the summary). */
