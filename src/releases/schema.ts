@@ -26,7 +26,7 @@ export const releaseBodySchema = jsonObject({
   version: v.pipe(v.string(), v.trim(), v.minLength(1, 'is required'), maxChars(255, 'is at most 255 characters')),
   description: v.optional(v.pipe(v.string(), maxChars(10_000, 'is at most 10000 characters')), ''),
   // Tags are labels: at most 100, each 1..255 characters (our choice; the spec is silent).
-  tags: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1), maxChars(255, 'is at most 255 characters'))), v.maxLength(100)), []),
+  tags: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1, 'must not be empty'), maxChars(255, 'is at most 255 characters'))), v.maxLength(100, 'has at most 100 tags')), []),
   released_at: v.optional(isoWithOffset),
 }, 'the release body');
 export type ReleaseBody = v.InferOutput<typeof releaseBodySchema>;
@@ -34,7 +34,7 @@ export type ReleaseBody = v.InferOutput<typeof releaseBodySchema>;
 export const releaseListQuerySchema = v.object({
   from: v.optional(isoWithOffset),
   to: v.optional(isoWithOffset),
-  limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be an integer'), v.transform(Number), v.minValue(1), v.maxValue(1000)), '100'),
+  limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be an integer'), v.transform(Number), v.minValue(1, 'must be 1 to 1000'), v.maxValue(1000, 'must be 1 to 1000')), '100'),
 });
 export type ReleaseListQuery = v.InferOutput<typeof releaseListQuerySchema>;
 

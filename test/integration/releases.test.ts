@@ -70,6 +70,15 @@ describe('releases (HTTP)', () => {
     expect(unknown.body.error.issues).to.deep.equal([{ path: 'tag', message: 'unknown field "tag"; the release body accepts name, version, description, tags, released_at' }]);
     const array = await svc.request('POST', '/1.0/release', { token, body: [{ name: 'x', version: '1' }] });
     expect(array.body.error.issues).to.deep.equal([{ path: '', message: 'the release body must be a JSON object' }]);
+    const emptyTag = await svc.request('POST', '/1.0/release', { token, body: { name: 'x', version: '1', tags: [''] } });
+    expect(emptyTag.body.error.issues).to.deep.equal([{ path: 'tags[0]', message: 'must not be empty' }]);
+    const manyTags = await svc.request('POST', '/1.0/release', { token, body: { name: 'x', version: '1', tags: Array.from({ length: 101 }, (_, i) => `t${i}`) } });
+    expect(manyTags.body.error.issues).to.deep.equal([{ path: 'tags', message: 'has at most 100 tags' }]);
+    for (const limit of ['0', '1001']) {
+      const list = await svc.request('GET', `/1.0/release?limit=${limit}`, { token });
+      expect(list.status).to.equal(400);
+      expect(list.body.error.issues).to.deep.equal([{ path: 'limit', message: 'must be 1 to 1000' }]);
+    }
   });
 
   it('lists newest released_at first, within from/to, only for the token organization', async () => {
