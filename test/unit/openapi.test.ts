@@ -96,6 +96,12 @@ describe('OpenAPI document', function () {
     expect(schemaOf('/1.0/survey/{survey_ids}/response/aggregation').required).to.deep.equal(['group_by']);
     expect(Object.keys(schemaOf('/1.0/survey/{survey_ids}/response').properties)).to.include.members(['filters_bool', 'filters', 'range', 'size', 'offset', 'cursor']);
     expect(schemaOf('/1.0/release').required).to.deep.equal(['name', 'version']);
+    // Survey filter items and group_by rules are strict objects too (unknown fields are a 400).
+    expect(schemaOf('/1.0/survey/{survey_ids}/response').properties.filters.items).to.deep.include({ additionalProperties: false, required: ['key', 'operator'] });
+    const rules = schemaOf('/1.0/survey/{survey_ids}/response/aggregation').properties.group_by.items.oneOf;
+    expect(rules).to.have.length(6);
+    for (const rule of rules) expect(rule.additionalProperties, JSON.stringify(rule)).to.equal(false);
+    expect(rules.find((r: any) => r.properties.field.const === 'hidden_field').required).to.deep.equal(['field', 'hidden_field_key']);
   });
 
   it('has a security scheme, servers, and no SEARCH-only operation hidden from generators', () => {
