@@ -239,13 +239,18 @@ describe('hardening: routes, parameters and body shapes', function () {
       expect(res.body.hits.total.value).to.equal(20);
     });
 
-    it('the OpenAPI document shows filters and rules as strict objects', async () => {
+    it('the OpenAPI document shows filters and rules as strict objects, and the bodies a missing body cannot stand for as required', async () => {
       const doc = (await svc.request('GET', '/openapi.json')).body;
       const bodyOf = (path: string) => doc.paths[path].post.requestBody;
       const filter = bodyOf('/1.0/survey/{survey_ids}/response').content['application/json'].schema.properties.filters.items;
       expect(filter).to.deep.include({ additionalProperties: false, required: ['key', 'operator'] });
       const rules = bodyOf('/1.0/survey/{survey_ids}/response/aggregation').content['application/json'].schema.properties.group_by.items.oneOf;
       expect(rules.map((r: any) => r.additionalProperties)).to.deep.equal(rules.map(() => false));
+      // name and version are required: a missing body is a 400, not a release.
+      expect(bodyOf('/1.0/release').required).to.equal(true);
+      const missing = await svc.request('POST', '/1.0/release', { token: await svc.token(['releases']) });
+      expect(missing.status).to.equal(400);
+      expect(bodyOf('/1.0/survey/{survey_ids}/response').required).to.equal(false);
     });
   });
 

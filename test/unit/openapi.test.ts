@@ -104,6 +104,17 @@ describe('OpenAPI document', function () {
     expect(rules.find((r: any) => r.properties.field.const === 'hidden_field').required).to.deep.equal(['field', 'hidden_field_key']);
   });
 
+  it('marks a request body optional only when a missing body is answered (its stand-in is a valid body)', () => {
+    const bodyOf = (path: string) => (doc.paths as any)[path].post.requestBody;
+    // name and version are required: a missing body is a 400 (it was shown as optional).
+    expect(bodyOf('/1.0/release').required).to.equal(true);
+    expect(bodyOf('/1.0/survey/{survey_ids}/response/aggregation').required).to.equal(true);
+    expect(bodyOf('/1.0/event/aggregation').required).to.equal(true);
+    for (const path of ['/1.0/survey/{survey_ids}/response', '/1.0/survey/{survey_ids}/response/summary', '/1.0/event/search', '/1.0/release/{release_id}/impact']) {
+      expect(bodyOf(path).required, path).to.equal(false);
+    }
+  });
+
   it('has a security scheme, servers, and no SEARCH-only operation hidden from generators', () => {
     expect(doc.components.securitySchemes.bearer).to.include({ type: 'http', scheme: 'bearer' });
     expect(doc.servers).to.have.length.greaterThan(0);
