@@ -338,6 +338,9 @@ describe('Event reads (HTTP)', () => {
         [{ group_by: [{ field: 'property' }] }, [{ path: 'group_by[0].property_key', message: 'property_key is required' }]],
         [{ group_by: [{ field: 'group' }] }, [{ path: 'group_by[0].group_type', message: 'group_type is required' }]],
         [{ group_by: [{ field: 'timestamp', date_histogram_min_interval: 'day' }] }, [{ path: 'group_by[0].date_histogram_buckets', message: 'date_histogram_buckets is required' }]],
+        // Strict like every object of a body: an extra member is named, not dropped.
+        [{ group_by: [{ field: 'type', foo: 1 }] }, [{ path: 'group_by[0].foo', message: 'unknown field "foo"; a type group_by rule accepts field' }]],
+        [{ group_by: [{ field: 'property', property_key: 'plan', size: 5 }] }, [{ path: 'group_by[0].size', message: 'unknown field "size"; a property group_by rule accepts field, property_key' }]],
       ];
       for (const [body, issues] of cases) {
         const res = await aggregate(body);
