@@ -33,25 +33,16 @@ const WORDS = BLOCK_BYTES / 4;
 const FIRST_SEGMENT_KEYS = 1 << 14;
 const DAY_MS = 24 * 60 * 60 * 1000;
 
-/** The 16 word masks of a key (one bit in each word of its block), computed once per key and reused for every segment. */
-const masks = new Uint32Array(WORDS);
-
 /**
- * Fills `masks` from bytes 4..15 of the key: 16 fields of 5 bits (80 of its 96 bits), each the
- * position of the key's bit in one word. Independent fields, so the block behaves as an ideal
- * 16-way blocked filter.
+ * The key's 16 bit positions, one in each word of its block: 16 fields of 5 bits of bytes 4..15 (80
+ * of its 96 bits), six in each of the first two 32-bit words and four in the third. Independent
+ * fields, so the block behaves as an ideal 16-way blocked filter. A JS shift takes its count modulo
+ * 32, so `1 << (h >>> 5 * f)` is the mask of field f.
  */
-function fillMasks(key: Uint8Array, at: number): void {
-  for (let w = 0; w < 3; w++) {
-    const o = at + 4 + w * 4;
-    const h = (key[o] | (key[o + 1] << 8) | (key[o + 2] << 16) | (key[o + 3] << 24)) >>> 0;
-    const fields = w < 2 ? 6 : 4;
-    for (let f = 0; f < fields; f++) masks[w * 6 + f] = (1 << ((h >>> (5 * f)) & 31)) >>> 0;
-  }
-}
+const word = (key: Uint8Array, o: number) => key[o] | (key[o + 1] << 8) | (key[o + 2] << 16) | (key[o + 3] << 24);
 
 /** The first 4 bytes of the key: which block. */
-const blockHash = (key: Uint8Array, at: number) => (key[at] | (key[at + 1] << 8) | (key[at + 2] << 16) | (key[at + 3] << 24)) >>> 0;
+const blockHash = (key: Uint8Array, at: number) => word(key, at) >>> 0;
 
 /** One fixed-size blocked Bloom filter. */
 class Segment {
@@ -65,18 +56,25 @@ class Segment {
   get bytes(): number {
     return this.words.byteLength;
   }
-  /** Sets the key's bits (`masks` filled for it). */
-  set(h: number): void {
+  /** Sets the key's bits (block hash h, bit positions a, b, c). */
+  set(h: number, a: number, b: number, c: number): void {
+    const w = this.words;
     const base = this.blockOf(h);
-    for (let i = 0; i < WORDS; i++) this.words[base + i] |= masks[i];
+    for (let f = 0; f < 6; f++) w[base + f] |= 1 << (a >>> (5 * f));
+    for (let f = 0; f < 6; f++) w[base + 6 + f] |= 1 << (b >>> (5 * f));
+    for (let f = 0; f < 4; f++) w[base + 12 + f] |= 1 << (c >>> (5 * f));
     this.keys++;
   }
-  /** Whether every bit of the key (`masks` filled for it) is set. */
-  test(h: number): boolean {
+  /** Whether every bit of the key is set. */
+  test(h: number, a: number, b: number, c: number): boolean {
+    const w = this.words;
     const base = this.blockOf(h);
-    for (let i = 0; i < WORDS; i++) if ((this.words[base + i] & masks[i]) === 0) return false;
+    for (let f = 0; f < 6; f++) if (((w[base + f] >>> (a >>> (5 * f))) & 1) === 0) return false;
+    for (let f = 0; f < 6; f++) if (((w[base + 6 + f] >>> (b >>> (5 * f))) & 1) === 0) return false;
+    for (let f = 0; f < 4; f++) if (((w[base + 12 + f] >>> (c >>> (5 * f))) & 1) === 0) return false;
     return true;
   }
+  /** The first word of the key's block. */
   private blockOf(h: number): number {
     return Math.floor((h * this.blocks) / 4294967296) * WORDS;
   }
@@ -98,6 +96,9 @@ export interface FilterStats {
 
 export class ClaimFilter {
   private generations = new Map<number, Generation>();
+  /** Every segment of every generation (each key is tested against all of them). */
+  private segments: Segment[] = [];
+  private last: Generation | undefined;
   private bytes = 0;
   private overCap = 0;
 
@@ -110,9 +111,12 @@ export class ClaimFilter {
   /** Whether the key (16 bytes of `key` from `at`) may have been added; false is certain. */
   mayHold(key: Uint8Array, at = 0): boolean {
     if (this.maxBytes === 0) return true;
-    fillMasks(key, at);
     const h = blockHash(key, at);
-    for (const g of this.generations.values()) for (const s of g.segments) if (s.test(h)) return true;
+    const a = word(key, at + 4);
+    const b = word(key, at + 8);
+    const c = word(key, at + 12);
+    const all = this.segments;
+    for (let i = 0; i < all.length; i++) if (all[i].test(h, a, b, c)) return true;
     return false;
   }
 
@@ -127,42 +131,46 @@ export class ClaimFilter {
    */
   testAndAdd(key: Uint8Array, claimedAtMs: number, at = 0, now = Date.now()): boolean {
     if (this.maxBytes === 0) return true;
-    fillMasks(key, at);
     const h = blockHash(key, at);
+    const a = word(key, at + 4);
+    const b = word(key, at + 8);
+    const c = word(key, at + 12);
+    const all = this.segments;
     let held = false;
-    for (const g of this.generations.values()) {
-      for (const s of g.segments) {
-        if (s.test(h)) {
-          held = true;
-          break;
-        }
+    for (let i = 0; i < all.length; i++) {
+      if (all[i].test(h, a, b, c)) {
+        held = true;
+        break;
       }
-      if (held) break;
     }
     const day = this.windowMs === undefined ? 0 : Math.floor(claimedAtMs / DAY_MS);
     if (this.windowMs !== undefined && (day + 1) * DAY_MS <= now - this.windowMs) return held;
-    let g = this.generations.get(day);
+    // Claims of one flush are of one day: the last generation added to is kept at hand.
+    let g = this.last?.day === day ? this.last : this.generations.get(day);
     if (!g) {
       this.expire(now);
       this.generations.set(day, (g = new Generation(day)));
     }
+    this.last = g;
     let s = g.segments[g.segments.length - 1];
     if (!s || s.keys >= s.capacity) {
       const next = new Segment(s ? s.capacity * 2 : FIRST_SEGMENT_KEYS);
       if (this.bytes + next.bytes <= this.maxBytes) {
         g.segments.push((s = next));
+        this.segments.push(s);
         this.bytes += next.bytes;
       } else {
         // Past the cap. A generation always has a segment of its own (a key must not sit in a
         // generation dropped before its own day is): one block, which saturates at once.
         if (!s) {
           g.segments.push((s = new Segment(1)));
+          this.segments.push(s);
           this.bytes += s.bytes;
         }
         this.overCap++;
       }
     }
-    s.set(h);
+    s.set(h, a, b, c);
     return held;
   }
 
@@ -172,7 +180,9 @@ export class ClaimFilter {
     for (const [day, g] of this.generations) {
       if ((day + 1) * DAY_MS <= now - this.windowMs) {
         this.generations.delete(day);
+        if (this.last === g) this.last = undefined;
         for (const s of g.segments) this.bytes -= s.bytes;
+        this.segments = this.segments.filter((s) => !g.segments.includes(s));
       }
     }
   }

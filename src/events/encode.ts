@@ -337,17 +337,22 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
  * string is built), else built from the values' texts, or by one JSON.stringify call.
  */
 function writeProperties(w: RowBinaryWriter, properties: Record<string, unknown>, check: boolean): void {
-  const keys = Object.keys(properties);
+  // Every loop below is a for-in: inside one, V8 reads `properties[key]` through the object's
+  // enum cache (a field by index), where a loop over Object.keys would look each key up in a
+  // megamorphic cache (the items' shapes are many), and no array of keys is made. A JSON.parse
+  // object's for-in order is Object.keys order: its own keys (the prototype, Object.prototype,
+  // has no enumerable property).
+  let count = 0;
   let entries = 0;
   // The JSON text of a number or object value, by key index.
   let texts: string[] | undefined;
   let nested = false;
   // The text's length when it is written as it is (-1: it is not: a value JSON.stringify leaves
   // out): the braces, the commas, and per key its quotes, colon and value.
-  let length = keys.length === 0 ? 2 : keys.length + 1;
-  for (let i = 0; i < keys.length; i++) {
-    const value = properties[keys[i]];
-    length += keys[i].length + 3;
+  let length = 1;
+  for (const key in properties) {
+    const value = properties[key];
+    length += key.length + 4;
     switch (typeof value) {
       case 'string':
         entries++;
@@ -356,9 +361,8 @@ function writeProperties(w: RowBinaryWriter, properties: Record<string, unknown>
       case 'number': {
         entries++;
         // JSON.stringify's text of a number: a finite one's is its String (JSON has no others).
-        const text = Number.isFinite(value) ? String(value) : 'null';
-        (texts ??= new Array<string>(keys.length))[i] = text;
-        length += text.length;
+        (texts ??= [])[count] = Number.isFinite(value) ? String(value) : 'null';
+        length += texts[count].length;
         break;
       }
       case 'boolean':
@@ -370,26 +374,29 @@ function writeProperties(w: RowBinaryWriter, properties: Record<string, unknown>
         else {
           entries++;
           nested = true;
-          const text = JSON.stringify(value);
-          (texts ??= new Array<string>(keys.length))[i] = text;
-          length += text.length;
+          (texts ??= [])[count] = JSON.stringify(value);
+          length += texts[count].length;
         }
         break;
       default:
         length = -1;
     }
     if (length < 0) break;
+    count++;
   }
-  if (length < 0 || !writePlainText(w, properties, keys, texts, length)) {
+  if (count === 0 && length > 0) length = 2;
+  if (length < 0 || !writePlainText(w, properties, texts, length)) {
     let text: string;
     if (!nested) text = JSON.stringify(properties);
     else {
       text = '{';
-      for (let i = 0; i < keys.length; i++) {
-        const value = properties[keys[i]];
+      let i = 0;
+      for (const key in properties) {
+        const value = properties[key];
         const json = (typeof value === 'object' && value !== null ? texts![i] : undefined) ?? JSON.stringify(value);
+        i++;
         if (json === undefined) continue;
-        text += (text.length === 1 ? '' : ',') + JSON.stringify(keys[i]) + ':' + json;
+        text += (text.length === 1 ? '' : ',') + JSON.stringify(key) + ':' + json;
       }
       text += '}';
     }
@@ -398,27 +405,29 @@ function writeProperties(w: RowBinaryWriter, properties: Record<string, unknown>
   w.varint(entries);
   if (entries === 0) return;
   // propertyMapValue's type letter and text, written without building 's' + value.
-  for (let i = 0; i < keys.length; i++) {
-    const value = properties[keys[i]];
+  let i = 0;
+  for (const key in properties) {
+    const value = properties[key];
     switch (typeof value) {
       case 'string':
-        w.string(keys[i]);
+        w.string(key);
         w.taggedString(S, value);
         break;
       case 'number':
-        w.string(keys[i]);
+        w.string(key);
         w.taggedString(N, texts![i]);
         break;
       case 'boolean':
-        w.string(keys[i]);
+        w.string(key);
         w.string(value ? 'btrue' : 'bfalse');
         break;
       case 'object':
         if (value === null) break;
-        w.string(keys[i]);
+        w.string(key);
         w.taggedString(O, texts![i]);
         break;
     }
+    i++;
   }
 }
 
@@ -427,18 +436,19 @@ function writeProperties(w: RowBinaryWriter, properties: Record<string, unknown>
  * it is printable ASCII with nothing to escape (then JSON.stringify's text is the characters as
  * they are, one byte each); false, with nothing written, otherwise.
  */
-function writePlainText(w: RowBinaryWriter, properties: Record<string, unknown>, keys: readonly string[], texts: readonly string[] | undefined, length: number): boolean {
+function writePlainText(w: RowBinaryWriter, properties: Record<string, unknown>, texts: readonly string[] | undefined, length: number): boolean {
   const mark = w.length;
   w.varint(length);
   w.reserve(length);
   w.asciiByte(0x7b);
-  for (let i = 0; i < keys.length; i++) {
+  let i = 0;
+  for (const key in properties) {
     if (i > 0) w.asciiByte(0x2c);
     w.asciiByte(0x22);
-    if (!w.asciiText(keys[i], false)) return rewound(w, mark);
+    if (!w.asciiText(key, false)) return rewound(w, mark);
     w.asciiByte(0x22);
     w.asciiByte(0x3a);
-    const value = properties[keys[i]];
+    const value = properties[key];
     switch (typeof value) {
       case 'string':
         w.asciiByte(0x22);
@@ -452,6 +462,7 @@ function writePlainText(w: RowBinaryWriter, properties: Record<string, unknown>,
         // A number's or an object's JSON text (may hold quotes and escapes), or null.
         if (!w.asciiText(value === null ? 'null' : texts![i], true)) return rewound(w, mark);
     }
+    i++;
   }
   w.asciiByte(0x7d);
   return true;

@@ -449,6 +449,8 @@ export class UserNumbers {
 export async function numberUsers(client: ClickHouseClient, chunks: readonly EventChunk[], numbers: UserNumbers): Promise<void> {
   const waiting: { chunk: EventChunk; row: number; user: string }[] = [];
   for (const chunk of chunks) {
+    // Numbered whole while it waited (needsNumbers).
+    if (numbered.has(chunk)) continue;
     const held = numbers.held(chunk.orgId);
     for (let row = 0; row < chunk.rows; row++) {
       const user = chunk.userKey(row);
@@ -467,10 +469,11 @@ export async function numberUsers(client: ClickHouseClient, chunks: readonly Eve
 
 /**
  * Whether some row of these chunks has a known user that `numbers` does not hold yet (its flush
- * will take a claims round before its INSERT). A chunk found complete is remembered: a user held
- * stays held with the same number (valid claims stay valid; an organization past the cap is
- * dropped whole, and then its chunks are not asked about again: they take a lookup, which this
- * answer only schedules, never decides).
+ * will take a claims round before its INSERT). The numbers it finds are written into the rows as
+ * it goes, and a chunk found complete is remembered (numberUsers then skips it: one Map lookup a
+ * row, not two): a user held stays held with the same number (valid claims stay valid; an
+ * organization past the cap is dropped whole, and then its chunks are not asked about again:
+ * they take a lookup, which this answer only schedules, never decides).
  */
 export function needsNumbers(chunks: Iterable<EventChunk>, numbers: UserNumbers): boolean {
   for (const chunk of chunks) {
@@ -479,7 +482,10 @@ export function needsNumbers(chunks: Iterable<EventChunk>, numbers: UserNumbers)
     if (!held) return true;
     for (let row = 0; row < chunk.rows; row++) {
       const user = chunk.userKey(row);
-      if (user !== undefined && !held.has(user)) return true;
+      if (user === undefined) continue;
+      const n = held.get(user);
+      if (n === undefined) return true;
+      chunk.setUserNumber(row, n);
     }
     numbered.add(chunk);
   }

@@ -7,7 +7,8 @@ import { formatDb, fromMillis } from '../../src/time/iso.ts';
 import { runEventAggregation, type EventGroupByRule } from '../../src/events/read/aggregation.ts';
 import type { EventSelection } from '../../src/events/read/source.ts';
 import { userIdBytes } from '../../src/events/rows.ts';
-import { UserNumbers } from '../../src/events/user-numbers.ts';
+import { encodeEventBatch } from '../../src/events/encode.ts';
+import { needsNumbers, numberUsers, UserNumbers } from '../../src/events/user-numbers.ts';
 import { READ_SETTINGS } from '../../src/query/settings.ts';
 import { request, startTestService, type TestService } from './harness.ts';
 import { startServiceProcess, type ServiceProcess } from './service-process.ts';
@@ -168,6 +169,25 @@ describe('dense user numbers: the allocator under writers that race', () => {
     for (const [u, n] of mine) if (taken.has(u)) expect(n).to.equal(taken.get(u));
     const all = [...taken, ...mine];
     expect(new Set(all.map(([, n]) => n)).size).to.equal(new Set(all.map(([u]) => u)).size);
+  });
+  it('a waiting chunk whose users are all held is numbered by needsNumbers, as numberUsers numbers it (numberUsers then skips it)', async () => {
+    const org = crypto.randomUUID();
+    const numbers = new UserNumbers({ maxUsers: 1_000_000 });
+    const items = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => ({ type: 'track', event_name: 'e', user_alias: `w${from + i}` }));
+    const chunk = (from: number, to: number) => encodeEventBatch([...items(from, to), { type: 'page', url: 'https://x.test/' }], org, new Date());
+    const userNums = (c: ReturnType<typeof chunk>) => Array.from({ length: c.rows }, (_, r) => c.body.readUInt32LE(c.offsets![r + 1] - 4));
+    await numberUsers(svc.client, [chunk(0, 30)], numbers);
+    // Held users only: numbered while waiting; one new user: not complete, numbered by the flush.
+    const [held, reference, partly] = [chunk(5, 25), chunk(5, 25), chunk(20, 40)];
+    expect(needsNumbers([held], numbers)).to.equal(false);
+    expect(needsNumbers([partly], numbers)).to.equal(true);
+    await numberUsers(svc.client, [reference], new UserNumbers({ maxUsers: 1_000_000 }));
+    await numberUsers(svc.client, [held, partly], numbers);
+    expect(userNums(held)).to.deep.equal(userNums(reference));
+    expect(userNums(held).slice(0, -1).every((n) => n > 0)).to.equal(true);
+    expect(userNums(held).at(-1), 'anonymous').to.equal(0);
+    const byRule = await new UserNumbers({ maxUsers: 0 }).numbers(svc.client, org, Array.from({ length: 20 }, (_, i) => partly.userKey(i)!));
+    expect(userNums(partly).slice(0, -1)).to.deep.equal(Array.from({ length: 20 }, (_, i) => byRule.get(partly.userKey(i)!)));
   });
 });
 
