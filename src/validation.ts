@@ -7,18 +7,37 @@
 import * as v from 'valibot';
 
 /**
+ * On the guard of a jsonObject: the schema that describes it in JSON Schema (server/openapi.ts).
+ * The converter reads a pipe's input type from its first schema, the guard, which has none.
+ */
+export const JSON_SCHEMA_OF: unique symbol = Symbol('tallyhouse.jsonSchemaOf');
+
+/**
  * A strict JSON object: not an array, not null, no field outside `entries`. The JSON Schema
  * (OpenAPI) reads `type: object, additionalProperties: false`.
  */
 export function jsonObject<const E extends v.ObjectEntries>(entries: E, what: string) {
   const accepted = Object.keys(entries).join(', ');
-  return v.pipe(
-    v.custom<Record<string, unknown>>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), `${what} must be a JSON object`),
-    v.strictObject(entries, (issue) =>
-      issue.expected === 'never' ? `unknown field ${issue.received}; ${what} accepts ${accepted}` : `${what} must be a JSON object`,
-    ),
+  const strict = v.strictObject(entries, (issue) =>
+    issue.expected === 'never' ? `unknown field ${issue.received}; ${what} accepts ${accepted}` : objectMessage(what)(issue),
   );
+  // valibot's object schemas take an array as an object with no members; the guard refuses it first.
+  const guard = v.custom<Record<string, unknown>>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), `${what} must be a JSON object`);
+  Object.defineProperty(guard, JSON_SCHEMA_OF, { value: strict });
+  return v.pipe(guard, strict);
 }
+
+/**
+ * The message of an object schema's own issues: a required member that is absent is named
+ * (`group_by is required`; valibot's default reads "Invalid key: Expected ... but received
+ * undefined"), anything else is `<what> must be a JSON object`.
+ */
+export const objectMessage =
+  (what: string) =>
+  (issue: v.BaseIssue<unknown>): string => {
+    const key = issue.path?.at(-1)?.key;
+    return issue.received === 'undefined' && typeof key === 'string' ? `${key} is required` : `${what} must be a JSON object`;
+  };
 
 /** A field accepted for compatibility and ignored (a dashboard may send the search body to the summary). */
 export const ignored = v.optional(v.unknown());

@@ -1,5 +1,6 @@
 import * as v from 'valibot';
 import { maxChars } from '../chars.ts';
+import { jsonObject } from '../validation.ts';
 import { ISO_8601_WITH_OFFSET_PATTERN, isStorable, parseIso } from '../time/iso.ts';
 
 /**
@@ -19,20 +20,21 @@ export const isoWithOffset = v.pipe(
   }),
 );
 
-export const releaseBodySchema = v.object({
+/** Strict (validation.ts): a misspelt field (`release_at`, `tag`) is a 400 naming it, never a release stored without it. */
+export const releaseBodySchema = jsonObject({
   name: v.pipe(v.string(), v.trim(), v.minLength(1, 'is required'), maxChars(255, 'is at most 255 characters')),
   version: v.pipe(v.string(), v.trim(), v.minLength(1, 'is required'), maxChars(255, 'is at most 255 characters')),
   description: v.optional(v.pipe(v.string(), maxChars(10_000, 'is at most 10000 characters')), ''),
   // Tags are labels: at most 100, each 1..255 characters (our choice; the spec is silent).
-  tags: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1), maxChars(255, 'is at most 255 characters'))), v.maxLength(100)), []),
+  tags: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1, 'must not be empty'), maxChars(255, 'is at most 255 characters'))), v.maxLength(100, 'has at most 100 tags')), []),
   released_at: v.optional(isoWithOffset),
-});
+}, 'the release body');
 export type ReleaseBody = v.InferOutput<typeof releaseBodySchema>;
 
 export const releaseListQuerySchema = v.object({
   from: v.optional(isoWithOffset),
   to: v.optional(isoWithOffset),
-  limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be an integer'), v.transform(Number), v.minValue(1), v.maxValue(1000)), '100'),
+  limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be an integer'), v.transform(Number), v.minValue(1, 'must be 1 to 1000'), v.maxValue(1000, 'must be 1 to 1000')), '100'),
 });
 export type ReleaseListQuery = v.InferOutput<typeof releaseListQuerySchema>;
 

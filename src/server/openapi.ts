@@ -1,5 +1,6 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
 import type * as v from 'valibot';
+import { JSON_SCHEMA_OF } from '../validation.ts';
 import type { Route } from './route.ts';
 
 /**
@@ -20,9 +21,18 @@ type JsonSchema = Record<string, unknown>;
  * inside an OpenAPI document would resolve against the document's root.
  */
 function schemaConverter(shared: Record<string, JsonSchema>) {
-  return (s: v.GenericSchema | JsonSchema, typeMode: 'input' | 'output'): JsonSchema => {
+  const convert = (s: v.GenericSchema | JsonSchema, typeMode: 'input' | 'output'): JsonSchema => {
     if (!isValibot(s)) return s;
-    const { $schema: _dialect, $defs, ...schema } = toJsonSchema(s, { errorMode: 'ignore', typeMode, target: 'draft-2020-12' }) as JsonSchema;
+    const { $schema: _dialect, $defs, ...schema } = toJsonSchema(s, {
+      errorMode: 'ignore',
+      typeMode,
+      target: 'draft-2020-12',
+      // A strict JSON-object body (validation.ts) is described by its object schema, not its guard.
+      overrideSchema: ({ valibotSchema }) => {
+        const described = (valibotSchema as { [JSON_SCHEMA_OF]?: v.GenericSchema })[JSON_SCHEMA_OF];
+        return described ? convert(described, typeMode) : undefined;
+      },
+    }) as JsonSchema;
     for (const [name, def] of Object.entries(($defs ?? {}) as Record<string, JsonSchema>)) {
       const hoisted = rewriteRefs(def) as JsonSchema;
       if (shared[name] && JSON.stringify(shared[name]) !== JSON.stringify(hoisted)) throw new Error(`two different schemas named ${name}`);
@@ -30,6 +40,7 @@ function schemaConverter(shared: Record<string, JsonSchema>) {
     }
     return rewriteRefs(schema) as JsonSchema;
   };
+  return convert;
 }
 
 const rewriteRefs = (x: unknown): unknown => {

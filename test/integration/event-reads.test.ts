@@ -331,6 +331,20 @@ describe('Event reads (HTTP)', () => {
         expect(res.status, JSON.stringify(body)).to.equal(400);
       }
     });
+
+    it('names what a body or a rule is missing, in plain words', async () => {
+      const cases: Array<[unknown, Array<{ path: string; message: string }>]> = [
+        [{}, [{ path: 'group_by', message: 'group_by is required' }]],
+        [{ group_by: [{ field: 'property' }] }, [{ path: 'group_by[0].property_key', message: 'property_key is required' }]],
+        [{ group_by: [{ field: 'group' }] }, [{ path: 'group_by[0].group_type', message: 'group_type is required' }]],
+        [{ group_by: [{ field: 'timestamp', date_histogram_min_interval: 'day' }] }, [{ path: 'group_by[0].date_histogram_buckets', message: 'date_histogram_buckets is required' }]],
+      ];
+      for (const [body, issues] of cases) {
+        const res = await aggregate(body);
+        expect(res.status, JSON.stringify(body)).to.equal(400);
+        expect(res.body.error.issues, JSON.stringify(body)).to.deep.equal(issues);
+      }
+    });
   });
 
   describe('cursors', () => {
@@ -417,6 +431,9 @@ describe('Event reads (HTTP)', () => {
       expect(search.requestBody.content['application/json'].example.filters).to.be.an('array');
       expect(aggregation.requestBody.content['application/json'].example.group_by).to.be.an('array');
       expect(profile.responses).to.have.property('404');
+      // The request schemas list the fields the service accepts (they were empty: {}).
+      expect(Object.keys(search.requestBody.content['application/json'].schema.properties)).to.include.members(['filters_bool', 'filters', 'range', 'size', 'cursor']);
+      expect(aggregation.requestBody.content['application/json'].schema.required).to.deep.equal(['group_by']);
       // The documented request examples are accepted as they are.
       expect((await search_(search.requestBody.content['application/json'].example)).status).to.equal(200);
       expect((await aggregate(aggregation.requestBody.content['application/json'].example)).status).to.equal(200);

@@ -114,6 +114,11 @@ describe('hardening: routes, parameters and body shapes', function () {
       ['{"filter": [...]} (a typo)', '{"filter":[{"type":"response","key":"language","operator":"eq","value":"xx"}],"group_by":[{"field":"completion"}]}', 'unknown field "filter"'],
       ['{"filters": {}}', '{"filters":{},"group_by":[{"field":"completion"}]}', 'filters must be an array'],
     ];
+    it('aggregation: a body without group_by -> 400 saying group_by is required (not "must be a JSON object")', async () => {
+      const res = await svc.request('SEARCH', paths[2], { token: read, body: { filters: [] } });
+      expect(res.status).to.equal(400);
+      expect(res.body.error.issues).to.deep.equal([{ path: 'group_by', message: 'group_by is required' }]);
+    });
     for (const path of paths) {
       for (const [name, raw, message] of bad) {
         it(`${path.split('/').pop()}: ${name} -> 400 naming it, nothing answered`, async () => {

@@ -45,6 +45,10 @@ describe('releases (HTTP)', () => {
     ['released_at at hour 24', { name: 'x', version: '1', released_at: '2024-05-01T24:00:00Z' }, 'released_at'],
     // DateTime64 holds 1900..2299; ClickHouse would clamp silently.
     ['released_at in 1850', { name: 'x', version: '1', released_at: '1850-01-01T00:00:00Z' }, 'released_at'],
+    // A misspelt field was dropped: the release was stored dated now, without its tags.
+    ['a misspelt released_at', { name: 'x', version: '1', release_at: '2024-05-01T10:00:00Z' }, 'release_at'],
+    ['a misspelt tags', { name: 'x', version: '1', tag: ['web'] }, 'tag'],
+    ['an array body', [{ name: 'x', version: '1' }], ''],
   ];
   for (const [name, body, path] of invalid) {
     it(`rejects ${name} with 400 naming ${path}, storing nothing`, async () => {
@@ -57,6 +61,25 @@ describe('releases (HTTP)', () => {
       expect(await count()).to.equal(n);
     });
   }
+
+  it('words each problem plainly: a missing field is required, an unknown one is named with the accepted ones', async () => {
+    const missing = await svc.request('POST', '/1.0/release', { token, body: { version: '1' } });
+    expect(missing.status).to.equal(400);
+    expect(missing.body.error.issues).to.deep.equal([{ path: 'name', message: 'name is required' }]);
+    const unknown = await svc.request('POST', '/1.0/release', { token, body: { name: 'x', version: '1', tag: ['web'] } });
+    expect(unknown.body.error.issues).to.deep.equal([{ path: 'tag', message: 'unknown field "tag"; the release body accepts name, version, description, tags, released_at' }]);
+    const array = await svc.request('POST', '/1.0/release', { token, body: [{ name: 'x', version: '1' }] });
+    expect(array.body.error.issues).to.deep.equal([{ path: '', message: 'the release body must be a JSON object' }]);
+    const emptyTag = await svc.request('POST', '/1.0/release', { token, body: { name: 'x', version: '1', tags: [''] } });
+    expect(emptyTag.body.error.issues).to.deep.equal([{ path: 'tags[0]', message: 'must not be empty' }]);
+    const manyTags = await svc.request('POST', '/1.0/release', { token, body: { name: 'x', version: '1', tags: Array.from({ length: 101 }, (_, i) => `t${i}`) } });
+    expect(manyTags.body.error.issues).to.deep.equal([{ path: 'tags', message: 'has at most 100 tags' }]);
+    for (const limit of ['0', '1001']) {
+      const list = await svc.request('GET', `/1.0/release?limit=${limit}`, { token });
+      expect(list.status).to.equal(400);
+      expect(list.body.error.issues).to.deep.equal([{ path: 'limit', message: 'must be 1 to 1000' }]);
+    }
+  });
 
   it('lists newest released_at first, within from/to, only for the token organization', async () => {
     const other = await svc.token(['releases'], '00000000-0000-4000-8000-000000000001');

@@ -78,6 +78,26 @@ describe('OpenAPI document', function () {
     }
   });
 
+  it('describes the fields of every JSON-object request body (not an empty schema), with the example inside them', () => {
+    // A strict body (validation.ts jsonObject) is a guard then an object schema: the document must
+    // show the object, its required fields and that unknown fields are refused, as the service does.
+    const bodies = operations.filter(({ op }) => op.requestBody);
+    expect(bodies.length).to.be.greaterThan(5);
+    for (const { path, method, op } of bodies) {
+      const where = `${method.toUpperCase()} ${path}`;
+      const media = op.requestBody.content['application/json'];
+      expect(media.schema, `${where} request schema`).to.not.deep.equal({});
+      if (media.schema.type !== 'object') continue;
+      expect(media.schema.additionalProperties, `${where} refuses unknown fields`).to.equal(false);
+      const known = Object.keys(media.schema.properties ?? {});
+      expect(Object.keys(media.example).filter((k) => !known.includes(k)), `${where} example fields`).to.deep.equal([]);
+    }
+    const schemaOf = (path: string) => (doc.paths as any)[path].post.requestBody.content['application/json'].schema;
+    expect(schemaOf('/1.0/survey/{survey_ids}/response/aggregation').required).to.deep.equal(['group_by']);
+    expect(Object.keys(schemaOf('/1.0/survey/{survey_ids}/response').properties)).to.include.members(['filters_bool', 'filters', 'range', 'size', 'offset', 'cursor']);
+    expect(schemaOf('/1.0/release').required).to.deep.equal(['name', 'version']);
+  });
+
   it('has a security scheme, servers, and no SEARCH-only operation hidden from generators', () => {
     expect(doc.components.securitySchemes.bearer).to.include({ type: 'http', scheme: 'bearer' });
     expect(doc.servers).to.have.length.greaterThan(0);

@@ -29,7 +29,7 @@ import {
 import { cachedRequest } from '../../query/request-cache.ts';
 import { EVENT_AGGREGATION_SETTINGS } from './settings.ts';
 import { shapeBuckets, type BucketRow, type ShapeLevel } from '../../query/shape.ts';
-import { jsonObject } from '../../validation.ts';
+import { jsonObject, objectMessage } from '../../validation.ts';
 import { markReleases, releasesForSeries } from '../../releases/marks.ts';
 import type { Release } from '../../releases/schema.ts';
 import { propertyValue, rawJsonValue } from './compile.ts';
@@ -54,28 +54,31 @@ const bucketsMessage = `date_histogram_buckets must be an integer from 1 to ${MA
 const name = (what: string) =>
   v.pipe(v.string(`${what} must be a string`), v.minLength(1, `${what} must not be empty`), maxChars(255, `${what} is at most 255 characters`));
 
+/** A rule missing a member it needs reads `property_key is required` (validation.ts). */
+const RULE_MESSAGE = objectMessage('each group_by rule');
+
 const ruleSchema = v.variant('field', [
   v.pipe(
     v.object({
       field: v.literal('timestamp'),
       date_histogram_min_interval: v.picklist(MIN_INTERVALS, `date_histogram_min_interval must be one of ${MIN_INTERVALS.join(', ')}`),
       date_histogram_buckets: v.pipe(v.number(bucketsMessage), v.integer(bucketsMessage), v.minValue(1, bucketsMessage), v.maxValue(MAX_HISTOGRAM_BUCKETS, bucketsMessage)),
-    }),
+    }, RULE_MESSAGE),
     v.transform((r): EventGroupByRule => ({ field: 'timestamp', minInterval: r.date_histogram_min_interval, buckets: r.date_histogram_buckets })),
   ),
   v.pipe(v.object({ field: v.literal('type') }), v.transform((): EventGroupByRule => ({ field: 'type' }))),
   v.pipe(v.object({ field: v.literal('event_name') }), v.transform((): EventGroupByRule => ({ field: 'event_name' }))),
   v.pipe(v.object({ field: v.literal('context_locale') }), v.transform((): EventGroupByRule => ({ field: 'context_locale' }))),
   v.pipe(
-    v.object({ field: v.literal('property'), property_key: name('property_key') }),
+    v.object({ field: v.literal('property'), property_key: name('property_key') }, RULE_MESSAGE),
     v.transform((r): EventGroupByRule => ({ field: 'property', propertyKey: r.property_key })),
   ),
   v.pipe(
-    v.object({ field: v.literal('user_property'), property_key: name('property_key') }),
+    v.object({ field: v.literal('user_property'), property_key: name('property_key') }, RULE_MESSAGE),
     v.transform((r): EventGroupByRule => ({ field: 'user_property', propertyKey: r.property_key })),
   ),
   v.pipe(
-    v.object({ field: v.literal('group'), group_type: name('group_type') }),
+    v.object({ field: v.literal('group'), group_type: name('group_type') }, RULE_MESSAGE),
     v.transform((r): EventGroupByRule => ({ field: 'group', groupType: r.group_type })),
   ),
 ], `each group_by rule is an object whose field is one of ${EVENT_GROUP_BY_FIELDS.join(', ')}`);
