@@ -60,7 +60,7 @@ import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { orgsCondition, TenantOrg } from '../clickhouse/tenant.ts';
 import { unavailable } from '../errors.ts';
-import { PARTS_LIST_SETTINGS } from '../claims/claims.ts';
+import { partsAbove } from '../claims/claims.ts';
 import type { EventChunk } from './encode.ts';
 
 export const USER_NUMBERS_TABLE = 'event_user_numbers';
@@ -318,16 +318,9 @@ export class UserNumbers {
    * proposals are all valid. They are applied in order and the watermark moves to its block.
    */
   private async applyIfAlone(client: ClickHouseClient, proposals: Proposals): Promise<boolean> {
-    const rs = await client.query({
-      query: `SELECT level, toString(min_block_number) AS lo, toString(max_block_number) AS hi FROM system.parts
-              WHERE database = currentDatabase() AND table = {t:String} AND active AND max_block_number > {w:UInt64}`,
-      query_params: { t: USER_NUMBERS_TABLE, w: this.watermark.toString() },
-      format: 'JSONEachRow',
-      clickhouse_settings: PARTS_LIST_SETTINGS,
-    });
-    const parts = await rs.json<{ level: number; lo: string; hi: string }>();
-    if (parts.length !== 1 || Number(parts[0].level) !== 0 || parts[0].lo !== parts[0].hi) return false;
-    const block = BigInt(parts[0].hi);
+    const parts = await partsAbove(client, USER_NUMBERS_TABLE, this.watermark);
+    if (parts.length !== 1 || parts[0].level !== 0 || parts[0].min !== parts[0].max) return false;
+    const block = parts[0].max;
     for (const [orgId, mine] of proposals) {
       const org = this.org(orgId);
       if (org.lookedUp) continue;

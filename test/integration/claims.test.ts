@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { ClaimView } from '../../src/claims/claims.ts';
+import { ClaimView, partsAbove } from '../../src/claims/claims.ts';
 import { EVENT_CLAIMS, encodeEventChunk, eventClaimView, eventPartition, insertOnce, messageKey } from '../../src/events/message-ids.ts';
 import { insertEvents } from '../../src/events/routes.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
@@ -109,6 +109,30 @@ describe('claims (events.message_key, real engine)', () => {
     expect(await rowReads()).to.be.greaterThan(before);
     expect(v.mayHold(messageKey(org, 'p3'))).to.equal(true);
     expect((await flush(v, org, ['p3'])).duplicates).to.equal(1);
+  });
+
+  it('the parts list above a block (partsAbove) is the active parts the engine selects by max_block_number', async () => {
+    const org = randomUUID();
+    for (const id of ['q1', 'q2', 'q3']) await insertEvents(svc.client, [chunk(org, [id]).body]);
+    const activeParts = async () => {
+      const rs = await svc.client.query({
+        query: "SELECT partition_id, level, toString(min_block_number) AS lo, toString(max_block_number) AS hi FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active ORDER BY max_block_number",
+        format: 'JSONEachRow',
+      });
+      return (await rs.json<{ partition_id: string; level: number; lo: string; hi: string }>()).map((r) => ({ partition: r.partition_id, level: Number(r.level), min: BigInt(r.lo), max: BigInt(r.hi) }));
+    };
+    const byTop = (a: { max: bigint }, b: { max: bigint }) => (a.max < b.max ? -1 : a.max > b.max ? 1 : 0);
+    // Compared only when no merge changed the active parts around the read (merges run in the background).
+    let compared = 0;
+    for (let attempt = 0; attempt < 20 && compared === 0; attempt++) {
+      const active = await activeParts();
+      const tops = [active[active.length - 2].max, -1n, active[active.length - 1].max];
+      const got = await Promise.all(tops.map((from) => partsAbove(svc.client, 'events', from)));
+      if (JSON.stringify(await activeParts(), (_, v) => (typeof v === 'bigint' ? String(v) : v)) !== JSON.stringify(active, (_, v) => (typeof v === 'bigint' ? String(v) : v))) continue;
+      tops.forEach((from, i) => expect(got[i].sort(byTop)).to.deep.equal(active.filter((p) => p.max > from)));
+      compared++;
+    }
+    expect(compared).to.equal(1);
   });
 
   it('a later copy whose writer died before deleting it is deleted by the next flush that reads it', async () => {
