@@ -17,10 +17,7 @@ export const JSON_SCHEMA_OF: unique symbol = Symbol('tallyhouse.jsonSchemaOf');
  * (OpenAPI) reads `type: object, additionalProperties: false`.
  */
 export function jsonObject<const E extends v.ObjectEntries>(entries: E, what: string) {
-  const accepted = Object.keys(entries).join(', ');
-  const strict = v.strictObject(entries, (issue) =>
-    issue.expected === 'never' ? `unknown field ${issue.received}; ${what} accepts ${accepted}` : objectMessage(what)(issue),
-  );
+  const strict = v.strictObject(entries, strictMessage(what, entries));
   // valibot's object schemas take an array as an object with no members; the guard refuses it first.
   const guard = v.custom<Record<string, unknown>>((x) => typeof x === 'object' && x !== null && !Array.isArray(x), `${what} must be a JSON object`);
   Object.defineProperty(guard, JSON_SCHEMA_OF, { value: strict });
@@ -38,6 +35,17 @@ export const objectMessage =
     const key = issue.path?.at(-1)?.key;
     return issue.received === 'undefined' && typeof key === 'string' ? `${key} is required` : `${what} must be a JSON object`;
   };
+
+/**
+ * The message of a strict object schema's own issues: an unknown field is named with the fields
+ * `what` accepts (`unknown field "foo"; a filter accepts key, operator, ...`), the rest as
+ * objectMessage. For a strict object that cannot be a jsonObject (a variant's option).
+ */
+export const strictMessage = (what: string, entries: v.ObjectEntries) => {
+  const accepted = Object.keys(entries).join(', ');
+  return (issue: v.BaseIssue<unknown>): string =>
+    issue.expected === 'never' ? `unknown field ${issue.received}; ${what} accepts ${accepted}` : objectMessage(what)(issue);
+};
 
 /** A field accepted for compatibility and ignored (a dashboard may send the search body to the summary). */
 export const ignored = v.optional(v.unknown());

@@ -101,7 +101,12 @@ interface RawFilter {
 
 type Problem = FilterProblem;
 
-const rawFilterSchema = v.object({
+/**
+ * Strict (validation.ts), as the event filters: a misspelt or extra field is a 400 naming it
+ * (`unknown field "foo"; a filter accepts type, key, ...`), a missing key or operator reads
+ * `key is required`, never valibot's default message.
+ */
+const rawFilterSchema = jsonObject({
   type: v.optional(v.picklist(['response', 'response.hidden_field', 'response.answer'], 'type must be "response", "response.hidden_field" or "response.answer"'), 'response'),
   key: v.pipe(v.string('key must be a string'), v.minLength(1, 'key must not be empty'), maxChars(255, 'key is at most 255 characters')),
   operator: v.picklist(OPERATORS, `operator must be one of ${OPERATORS.join(', ')}`),
@@ -111,13 +116,13 @@ const rawFilterSchema = v.object({
     v.minLength(1, 'values must not be empty'),
     v.maxLength(MAX_FILTER_VALUES, `values holds at most ${MAX_FILTER_VALUES} items`),
   )),
-});
+}, 'a filter');
 
 /** One filter: structure first (valibot), then the key/operator/value rules that make a node. */
 export const filterSchema = v.pipe(
   rawFilterSchema,
   v.rawTransform(({ dataset, addIssue, NEVER }) => {
-    const input = dataset.value as RawFilter;
+    const input = dataset.value as unknown as RawFilter;
     const result = toNode(input);
     if (Array.isArray(result)) {
       for (const p of result) {

@@ -8,6 +8,7 @@
  */
 import * as v from 'valibot';
 import { maxChars } from '../chars.ts';
+import { strictMessage } from '../validation.ts';
 import type { ParamBag } from '../clickhouse/sql.ts';
 import { MIN_INTERVALS, type HistogramPlan, type MinInterval } from '../query/histogram.ts';
 import { bucketIndexSql } from '../query/histogram-sql.ts';
@@ -42,27 +43,33 @@ const nonEmptyName = (name: string) =>
 
 const bucketsMessage = `date_histogram_buckets must be an integer from 1 to ${MAX_HISTOGRAM_BUCKETS}`;
 
+/**
+ * A rule is strict, like every object of a request body (validation.ts): an unknown member is a 400
+ * naming it and the members this rule accepts, a missing one reads `hidden_field_key is required`.
+ */
+const rule = <const E extends v.ObjectEntries>(entries: E, what: string) => v.strictObject(entries, strictMessage(what, entries));
+
 const dateRuleSchema = v.pipe(
-  v.object({
+  rule({
     field: v.picklist(DATE_FIELDS),
     date_histogram_min_interval: v.picklist(MIN_INTERVALS, `date_histogram_min_interval must be one of ${MIN_INTERVALS.join(', ')}`),
     date_histogram_buckets: v.pipe(
       v.number(bucketsMessage), v.integer(bucketsMessage), v.minValue(1, bucketsMessage), v.maxValue(MAX_HISTOGRAM_BUCKETS, bucketsMessage),
     ),
-  }),
+  }, 'a date group_by rule'),
   v.transform((r): GroupByRule => ({ kind: 'date', field: r.field, minInterval: r.date_histogram_min_interval, buckets: r.date_histogram_buckets })),
 );
 
 const plainRule = <F extends 'completion' | 'survey_id' | 'end_reason'>(field: F) =>
-  v.pipe(v.object({ field: v.literal(field) }), v.transform((): GroupByRule => ({ kind: field, field }) as GroupByRule));
+  v.pipe(rule({ field: v.literal(field) }, `a ${field} group_by rule`), v.transform((): GroupByRule => ({ kind: field, field }) as GroupByRule));
 
 const hiddenFieldRuleSchema = v.pipe(
-  v.object({ field: v.literal('hidden_field'), hidden_field_key: nonEmptyName('hidden_field_key') }),
+  rule({ field: v.literal('hidden_field'), hidden_field_key: nonEmptyName('hidden_field_key') }, 'a hidden_field group_by rule'),
   v.transform((r): GroupByRule => ({ kind: 'hidden_field', field: 'hidden_field', key: r.hidden_field_key })),
 );
 
 const answerRuleSchema = v.pipe(
-  v.object({ field: v.literal('answer'), question_id: nonEmptyName('question_id') }),
+  rule({ field: v.literal('answer'), question_id: nonEmptyName('question_id') }, 'an answer group_by rule'),
   v.transform((r): GroupByRule => ({ kind: 'answer', field: 'answer', questionId: r.question_id })),
 );
 

@@ -1,5 +1,5 @@
 import { toJsonSchema } from '@valibot/to-json-schema';
-import type * as v from 'valibot';
+import * as v from 'valibot';
 import { JSON_SCHEMA_OF } from '../validation.ts';
 import type { Route } from './route.ts';
 
@@ -159,7 +159,9 @@ export function openApiDocument(routes: readonly Route[], options: OpenApiOption
       if (parameters.length) op.parameters = parameters;
       if (route.body) {
         op.requestBody = {
-          required: route.body.whenEmpty === undefined,
+          // Optional only when a missing body is answered: its stand-in (whenEmpty) is a valid body.
+          // POST /1.0/release and the aggregations read a missing body as {}, which lacks required fields.
+          required: route.body.whenEmpty === undefined || !v.safeParse(route.body.schema, route.body.whenEmpty).success,
           content: { 'application/json': { schema: toSchema(route.body.schema, 'input'), ...(route.body.example !== undefined ? { example: route.body.example } : {}) } },
         };
       }

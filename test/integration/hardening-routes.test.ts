@@ -150,6 +150,110 @@ describe('hardening: routes, parameters and body shapes', function () {
     });
   });
 
+  describe('survey filter items and group_by rules are strict, their messages plain (q-user18b)', () => {
+    const paths = ['/1.0/survey/*/response', '/1.0/survey/*/response/summary', '/1.0/survey/*/response/aggregation'];
+    const GROUP_BY = [{ field: 'completion' }];
+    const search = (path: string, body: Record<string, unknown>) =>
+      svc.request('SEARCH', path, { token: read, body: path.endsWith('aggregation') ? { group_by: GROUP_BY, ...body } : body });
+    const language = { type: 'response', key: 'language', operator: 'eq', value: 'en' };
+
+    // A filter's extra field was dropped (200, every response of the filter); the event filters were a 400 naming it.
+    for (const path of paths) {
+      it(`${path.split('/').pop()}: a filter with an unknown field -> 400 naming it and the fields a filter accepts`, async () => {
+        for (const filters_bool of ['AND', 'OR']) {
+          const res = await search(path, { filters_bool, filters: [language, { ...language, foo: 1 }] });
+          expect(res.status, JSON.stringify(res.body).slice(0, 300)).to.equal(400);
+          expect(res.body.error.code).to.equal('validation_error');
+          expect(res.body.error.issues).to.deep.equal([{ path: 'filters[1].foo', message: 'unknown field "foo"; a filter accepts type, key, operator, value, values' }]);
+        }
+        // The same filter without it still answers.
+        expect((await search(path, { filters: [language] })).status).to.equal(200);
+      });
+    }
+
+    it('the survey filter words an unknown field as the event filter does', async () => {
+      const events = await svc.token(['events:read']);
+      const res = await svc.request('SEARCH', '/1.0/event', { token: events, body: { filters: [{ key: 'type', operator: 'eq', value: 'track', foo: 1 }] } });
+      expect(res.status).to.equal(400);
+      expect(res.body.error.issues[0].message).to.match(/^unknown field "foo"; a filter accepts /);
+    });
+
+    it('a filter missing key or operator, or not an object -> 400 "<field> is required" (was valibot\'s "Invalid key: ...")', async () => {
+      const cases: Array<[unknown, Array<{ path: string; message: string }>]> = [
+        [{ type: 'response.hidden_field', operator: 'eq', value: 'x' }, [{ path: 'filters[0].key', message: 'key is required' }]],
+        [{ key: 'language', value: 'en' }, [{ path: 'filters[0].operator', message: 'operator is required' }]],
+        [['language', 'eq', 'en'], [{ path: 'filters[0]', message: 'a filter must be a JSON object' }]],
+      ];
+      for (const path of paths) {
+        for (const [filter, issues] of cases) {
+          const res = await search(path, { filters: [filter] });
+          expect(res.status, `${path} ${JSON.stringify(filter)}`).to.equal(400);
+          expect(res.body.error.issues, `${path} ${JSON.stringify(filter)}`).to.deep.equal(issues);
+        }
+      }
+    });
+
+    it('a group_by rule with an unknown field -> 400 naming it and the fields that rule accepts (was 200)', async () => {
+      const cases: Array<[unknown, string]> = [
+        [{ field: 'completion', foo: 1 }, 'unknown field "foo"; a completion group_by rule accepts field'],
+        [{ field: 'hidden_field', hidden_field_key: 'support', foo: 1 }, 'unknown field "foo"; a hidden_field group_by rule accepts field, hidden_field_key'],
+        [{ field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 3, foo: 1 }, 'unknown field "foo"; a date group_by rule accepts field, date_histogram_min_interval, date_histogram_buckets'],
+        [{ field: 'answer', question_id: 'q1', foo: 1 }, 'unknown field "foo"; an answer group_by rule accepts field, question_id'],
+      ];
+      for (const [rule, message] of cases) {
+        const res = await svc.request('SEARCH', paths[2], { token: read, body: { group_by: [{ field: 'survey_id' }, rule] } });
+        expect(res.status, JSON.stringify(rule)).to.equal(400);
+        expect(res.body.error.issues, JSON.stringify(rule)).to.deep.equal([{ path: 'group_by[1].foo', message }]);
+      }
+    });
+
+    it('a group_by rule missing a member -> 400 "<member> is required" (was valibot\'s "Invalid key: ...")', async () => {
+      const cases: Array<[unknown, Array<{ path: string; message: string }>]> = [
+        [{ field: 'hidden_field' }, [{ path: 'group_by[0].hidden_field_key', message: 'hidden_field_key is required' }]],
+        [{ field: 'answer' }, [{ path: 'group_by[0].question_id', message: 'question_id is required' }]],
+        [{ field: 'created_at', date_histogram_min_interval: 'day' }, [{ path: 'group_by[0].date_histogram_buckets', message: 'date_histogram_buckets is required' }]],
+        [{ field: 'ended_at', date_histogram_buckets: 3 }, [{ path: 'group_by[0].date_histogram_min_interval', message: 'date_histogram_min_interval is required' }]],
+      ];
+      for (const [rule, issues] of cases) {
+        const res = await svc.request('SEARCH', paths[2], { token: read, body: { group_by: [rule] } });
+        expect(res.status, JSON.stringify(rule)).to.equal(400);
+        expect(res.body.error.issues, JSON.stringify(rule)).to.deep.equal(issues);
+      }
+    });
+
+    it('every rule and filter type, written as documented, still answers 200', async () => {
+      const res = await svc.request('SEARCH', paths[2], {
+        token: read,
+        body: {
+          filters_bool: 'OR',
+          filters: [
+            language,
+            { key: 'completion', operator: 'in', values: ['fully_completed'] },
+            { type: 'response.hidden_field', key: 'support', operator: 'null' },
+            { type: 'response.answer', key: 'q1', operator: 'gt', value: 8 },
+          ],
+          group_by: [{ field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 5 }, { field: 'hidden_field', hidden_field_key: 'support' }, { field: 'answer', question_id: 'q1' }],
+        },
+      });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      expect(res.body.hits.total.value).to.equal(20);
+    });
+
+    it('the OpenAPI document shows filters and rules as strict objects, and the bodies a missing body cannot stand for as required', async () => {
+      const doc = (await svc.request('GET', '/openapi.json')).body;
+      const bodyOf = (path: string) => doc.paths[path].post.requestBody;
+      const filter = bodyOf('/1.0/survey/{survey_ids}/response').content['application/json'].schema.properties.filters.items;
+      expect(filter).to.deep.include({ additionalProperties: false, required: ['key', 'operator'] });
+      const rules = bodyOf('/1.0/survey/{survey_ids}/response/aggregation').content['application/json'].schema.properties.group_by.items.oneOf;
+      expect(rules.map((r: any) => r.additionalProperties)).to.deep.equal(rules.map(() => false));
+      // name and version are required: a missing body is a 400, not a release.
+      expect(bodyOf('/1.0/release').required).to.equal(true);
+      const missing = await svc.request('POST', '/1.0/release', { token: await svc.token(['releases']) });
+      expect(missing.status).to.equal(400);
+      expect(bodyOf('/1.0/survey/{survey_ids}/response').required).to.equal(false);
+    });
+  });
+
   describe('POST alias of every SEARCH route', () => {
     const bodies: Record<string, unknown> = {
       '/1.0/survey/*/response': { size: 3 },

@@ -44,7 +44,7 @@ describe('aggregation: group_by schema', () => {
       group_by: [
         { field: 'last_activity_at', date_histogram_min_interval: 'month', date_histogram_buckets: 12 },
         { field: 'hidden_field', hidden_field_key: 'support' },
-        { field: 'answer', question_id: 'q-1', ignored: true },
+        { field: 'answer', question_id: 'q-1' },
       ],
     });
     expect(body.group_by).to.deep.equal([
@@ -76,6 +76,9 @@ describe('aggregation: group_by schema', () => {
     { name: 'hidden_field with empty key', group_by: [{ field: 'hidden_field', hidden_field_key: '' }], path: 'group_by[0].hidden_field_key' },
     { name: 'answer without question_id', group_by: [{ field: 'answer' }], path: 'group_by[0].question_id' },
     { name: 'answer with a numeric question_id', group_by: [{ field: 'answer', question_id: 7 }], path: 'group_by[0].question_id' },
+    // Rules are strict like every object of a request body (an extra field was ignored).
+    { name: 'a rule with an unknown member', group_by: [{ field: 'answer', question_id: 'q-1', ignored: true }], path: 'group_by[0].ignored' },
+    { name: 'a date rule with an unknown member', group_by: [{ field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 5, interval: 'day' }], path: 'group_by[0].interval' },
   ];
   for (const c of invalid) {
     it(`400 naming the rule: ${c.name} -> ${c.path}`, () => {

@@ -96,6 +96,23 @@ describe('OpenAPI document', function () {
     expect(schemaOf('/1.0/survey/{survey_ids}/response/aggregation').required).to.deep.equal(['group_by']);
     expect(Object.keys(schemaOf('/1.0/survey/{survey_ids}/response').properties)).to.include.members(['filters_bool', 'filters', 'range', 'size', 'offset', 'cursor']);
     expect(schemaOf('/1.0/release').required).to.deep.equal(['name', 'version']);
+    // Survey filter items and group_by rules are strict objects too (unknown fields are a 400).
+    expect(schemaOf('/1.0/survey/{survey_ids}/response').properties.filters.items).to.deep.include({ additionalProperties: false, required: ['key', 'operator'] });
+    const rules = schemaOf('/1.0/survey/{survey_ids}/response/aggregation').properties.group_by.items.oneOf;
+    expect(rules).to.have.length(6);
+    for (const rule of rules) expect(rule.additionalProperties, JSON.stringify(rule)).to.equal(false);
+    expect(rules.find((r: any) => r.properties.field.const === 'hidden_field').required).to.deep.equal(['field', 'hidden_field_key']);
+  });
+
+  it('marks a request body optional only when a missing body is answered (its stand-in is a valid body)', () => {
+    const bodyOf = (path: string) => (doc.paths as any)[path].post.requestBody;
+    // name and version are required: a missing body is a 400 (it was shown as optional).
+    expect(bodyOf('/1.0/release').required).to.equal(true);
+    expect(bodyOf('/1.0/survey/{survey_ids}/response/aggregation').required).to.equal(true);
+    expect(bodyOf('/1.0/event/aggregation').required).to.equal(true);
+    for (const path of ['/1.0/survey/{survey_ids}/response', '/1.0/survey/{survey_ids}/response/summary', '/1.0/event/search', '/1.0/release/{release_id}/impact']) {
+      expect(bodyOf(path).required, path).to.equal(false);
+    }
   });
 
   it('has a security scheme, servers, and no SEARCH-only operation hidden from generators', () => {
