@@ -3,6 +3,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, windowStartsBefore, type ResponsePosition, type ResponseSelection, type SearchCountRow } from './compile.ts';
 import { filtersServable, groupsFromTotals } from './rollups/groups.ts';
 import { rollupCover, runWithPending, type ReadOptions, type RollupCover } from './rollups/read.ts';
+import type { NamedRead } from './rollups/pending.ts';
 import { rowsInSelectionSql } from './selection-rows.ts';
 import { MICROS_PER_HOUR, parseInstantMicros } from '../query/histogram.ts';
 import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
@@ -101,12 +102,17 @@ type RollupCountRow = { total: number | string; newest: string | null };
  * them; `newest`: the start of the newest slice holding a match, or the newest raw match's
  * created_at (whichever is later; null without a match): the newest match is before it + 1 hour.
  */
-export function compileRollupCount(selection: ResponseSelection, window: RollupCover): CompiledQuery {
+export function compileRollupCount(selection: ResponseSelection, window: RollupCover): NamedRead {
   const bag = new ParamBag();
   // The raw rows are few here (the partial hours at the ends, pending hours): grouped by their
   // created_at, they give the newest match as the slices do.
   const rows = rowsInSelectionSql(selection, window, bag, { keys: ['created_at'] });
-  return compiled(`SELECT sum(group_rows) AS total, toString(maxIfOrNull(created_at, group_rows > 0)) AS newest${answersCompleteColumn(selection, window, bag, groupsFromTotals(selection, []))} FROM (${rows})`, bag);
+  const check = answersCompleteColumn(selection, window, bag, groupsFromTotals(selection, []));
+  // Its columns named: the pending set rides beside it in a UNION ALL (rollups/pending.ts checkedSql).
+  return Object.freeze({
+    ...compiled(`SELECT sum(group_rows) AS total, toString(maxIfOrNull(created_at, group_rows > 0)) AS newest${check} FROM (${rows})`, bag),
+    columns: check ? ['total', 'newest', 'answers_complete'] : ['total', 'newest'],
+  });
 }
 
 /**

@@ -19,7 +19,7 @@
  *   may send the search body as is).
  */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
+import { ParamBag, compiled, type RunQuery } from '../clickhouse/sql.ts';
 import { QUERY_SETTINGS, type ResponseSelection } from './compile.ts';
 import { rawGroupsSql, rowsInSelectionSql } from './selection-rows.ts';
 import { cachedRequest } from '../query/request-cache.ts';
@@ -28,6 +28,7 @@ import { COMPLETION_VALUES } from './filters.ts';
 import { answerTotalsFilter, answerTotalsSummarySql, answersCompleteColumn, completeRows } from './answer-rollups.ts';
 import { filtersServable, totalsServable } from './rollups/groups.ts';
 import { rollupRowsSql, rollupCover, runWithPending, type ReadOptions, type RollupCover } from './rollups/read.ts';
+import type { NamedRead } from './rollups/pending.ts';
 
 // --- the summary -----------------------------------------------------------------------------------
 
@@ -76,7 +77,7 @@ export interface SummaryRow {
  * of which would pay the FINAL read again (bench/query/README.md, "Figures behind the schema and
  * the code").
  */
-export function compileSummary(selection: ResponseSelection, rollup?: RollupCover): CompiledQuery {
+export function compileSummary(selection: ResponseSelection, rollup?: RollupCover): NamedRead {
   const bag = new ParamBag();
   const request = { keys: ['completion', 'end_reason', 'language', 'hf_support'] as const, scores: true };
   // Each part folds into the seven maps, as b_* columns of one row with the same types; the
@@ -116,8 +117,18 @@ export function compileSummary(selection: ResponseSelection, rollup?: RollupCove
     'sumMap(b_support) AS support_counts',
   ];
   const check = answer ? ', sum(b_incomplete) = 0 AS answers_complete' : answersCompleteColumn(selection, rollup, bag, false);
-  return compiled(`SELECT ${columns.join(', ')}${check} FROM (${parts.join(' UNION ALL ')})`, bag);
+  // Its columns named: the pending set rides beside it in a UNION ALL (rollups/pending.ts
+  // checkedSql), `map()` on the mark rows for the maps, which cannot be Nullable.
+  return Object.freeze({
+    ...compiled(`SELECT ${columns.join(', ')}${check} FROM (${parts.join(' UNION ALL ')})`, bag),
+    columns: check ? [...SUMMARY_COLUMNS, 'answers_complete'] : SUMMARY_COLUMNS,
+    standIns: SUMMARY_STAND_INS,
+  });
 }
+
+/** The summary row's maps (SummaryRow), in the order compileSummary selects them. */
+const SUMMARY_COLUMNS = ['nps_counts', 'csat_counts', 'ces_counts', 'completion_counts', 'end_reason_counts', 'language_counts', 'support_counts'] as const;
+const SUMMARY_STAND_INS: Readonly<Record<string, string>> = Object.freeze(Object.fromEntries(SUMMARY_COLUMNS.map((c) => [c, 'map()'])));
 
 /** The engine row -> the summary object. Pure. */
 export function shapeSummary(row: SummaryRow | undefined): Summary {

@@ -4,6 +4,8 @@ import { selectionSchema } from '../../src/responses/filters.ts';
 import { DASHBOARD_QUERY_CACHE_SETTINGS, POLL_WINDOW_MS } from '../../src/clickhouse/result-cache.ts';
 import { compileSummary, roundRatio, shapeSummary, type SummaryRow } from '../../src/responses/summary.ts';
 import { DomainError, parseOrThrow } from '../../src/errors.ts';
+import { checkedSql } from '../../src/responses/rollups/pending.ts';
+import { rollupCover } from '../../src/responses/rollups/read.ts';
 
 const ORG = '11111111-1111-4111-8111-111111111111';
 const SURVEY = 'aaaaaaaa-0000-4000-8000-000000000001';
@@ -69,6 +71,17 @@ describe('summary: compileSummary', () => {
       expect(Object.isFrozen(q)).to.equal(true);
     });
   }
+
+  it('from the rollup: the columns named, so that the pending set rides beside it in a UNION ALL, `map()` standing in for each map on the mark rows', () => {
+    const scope: ResponseSelection = { orgId: ORG, surveyIds: '*', filtersBool: 'AND', filters: [], range: { start: '2024-01-01 00:00:00.000000', end: '2024-01-31 12:30:00.000000' } };
+    const q = compileSummary(scope, rollupCover(scope.range, { org: false, slices: [] }, 'month')!);
+    const maps = ['nps_counts', 'csat_counts', 'ces_counts', 'completion_counts', 'end_reason_counts', 'language_counts', 'support_counts'];
+    expect(q.columns).to.deep.equal(maps);
+    const checked = checkedSql(q, ORG);
+    expect(checked.sql).to.match(/^\(SELECT 0 AS read_row, .* FROM survey_rollup_pending .*\) UNION ALL \(SELECT 1, '', '', 0, /);
+    expect(checked.sql).to.contain(maps.map((c) => `map() AS ${c}`).join(', '));
+    expect(checked.sql).to.contain(`SELECT 1, '', '', 0, ${maps.join(', ')} FROM (${q.sql})`);
+  });
 
   it('the body is the scope part; size and offset are accepted and ignored; bad filters are a 400', () => {
     const parsed = parseOrThrow(selectionSchema, { size: 5, offset: 10, filters: [] });

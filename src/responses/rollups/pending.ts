@@ -152,12 +152,15 @@ export function coversPending(guess: Pending, set: Pending): boolean {
 }
 
 /**
- * A read that names its result columns, each of a type a NULL can stand in for (numbers, strings,
- * enums, UUIDs: not an Array, Map or Tuple): checkedSql then carries the set as the first branch
- * of a UNION ALL rather than through a join.
+ * A read that names its result columns: checkedSql then carries the set as the first branch of a
+ * UNION ALL rather than through a join. On the mark rows a NULL stands in for each column (numbers,
+ * strings, enums, UUIDs), or the expression `standIns` gives for it: a column whose type cannot be
+ * Nullable (a Map, an Array, a Tuple) needs one whose type the column's is a supertype of, e.g.
+ * `map()` (Map(Nothing, Nothing)) for a Map.
  */
 export interface NamedRead extends CompiledQuery {
   readonly columns?: readonly string[];
+  readonly standIns?: Readonly<Record<string, string>>;
 }
 
 /** The columns checkedSql adds to each row of a read. */
@@ -196,7 +199,7 @@ export const MAX_MARK_ROWS = 4 * (MAX_PENDING_SLICES + 1);
  * on the left that sleeps, inserts meanwhile: the left misses them, the right sees them).
  */
 export function checkedSql(q: NamedRead, orgId: string): CompiledQuery {
-  if (q.columns) return checkedUnionSql(q, q.columns, orgId);
+  if (q.columns) return checkedUnionSql(q, q.columns, orgId, q.standIns ?? {});
   const bag = new ParamBag('marks');
   const set =
     `SELECT groupArray(${MAX_PENDING_SLICES + 1})(toString(survey_id)) AS pending_surveys, groupArray(${MAX_PENDING_SLICES + 1})(toString(hour)) AS pending_hours ` +
@@ -217,10 +220,10 @@ export function checkedSql(q: NamedRead, orgId: string): CompiledQuery {
  * the set's two aggregations the engine plans ~3 ms less (bench/query/README.md, "2026-11-27: the
  * answer buckets in one grouping"); the marks are summed per slice by markedSet.
  */
-function checkedUnionSql(q: CompiledQuery, columns: readonly string[], orgId: string): CompiledQuery {
+function checkedUnionSql(q: CompiledQuery, columns: readonly string[], orgId: string, standIns: Readonly<Record<string, string>>): CompiledQuery {
   const bag = new ParamBag('marks');
   const marks =
-    `SELECT 0 AS read_row, toString(survey_id) AS mark_survey, toString(hour) AS mark_hour, pending AS mark_pending${columns.map((c) => `, NULL AS ${c}`).join('')} ` +
+    `SELECT 0 AS read_row, toString(survey_id) AS mark_survey, toString(hour) AS mark_hour, pending AS mark_pending${columns.map((c) => `, ${standIns[c] ?? 'NULL'} AS ${c}`).join('')} ` +
     `${new TenantOrg(orgId, bag).from('survey_rollup_pending')} LIMIT ${MAX_MARK_ROWS}`;
   const read = `SELECT 1, '', '', 0${columns.map((c) => `, ${c}`).join('')} FROM (${q.sql})`;
   return compiled(`(${marks}) UNION ALL (${read})`, { ...q.params, ...bag.toParams() });
