@@ -29,7 +29,7 @@ export function jsonObject<const E extends v.ObjectEntries>(entries: E, what: st
  * (`group_by is required`; valibot's default reads "Invalid key: Expected ... but received
  * undefined"), anything else is `<what> must be a JSON object`.
  */
-export const objectMessage =
+const objectMessage =
   (what: string) =>
   (issue: v.BaseIssue<unknown>): string => {
     const key = issue.path?.at(-1)?.key;
