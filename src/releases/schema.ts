@@ -1,7 +1,7 @@
 import * as v from 'valibot';
 import { maxChars } from '../chars.ts';
-import { jsonObject } from '../validation.ts';
-import { ISO_8601_WITH_OFFSET_PATTERN, isStorable, parseIso } from '../time/iso.ts';
+import { jsonObject, queryObject } from '../validation.ts';
+import { ISO_8601_WITH_OFFSET_PATTERN, isStorable, parseIso, type Micros } from '../time/iso.ts';
 
 /**
  * ISO 8601 date-time with an explicit offset (Z or ±hh[:mm]), as service-spec.md asks of
@@ -31,11 +31,22 @@ export const releaseBodySchema = jsonObject({
 }, 'the release body');
 export type ReleaseBody = v.InferOutput<typeof releaseBodySchema>;
 
-export const releaseListQuerySchema = v.object({
-  from: v.optional(isoWithOffset),
-  to: v.optional(isoWithOffset),
-  limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be an integer'), v.transform(Number), v.minValue(1, 'must be 1 to 1000'), v.maxValue(1000, 'must be 1 to 1000')), '100'),
-});
+/**
+ * `?from=&to=&limit=`, strict (an unknown parameter is a 400 naming it); `from` after `to` is a 400
+ * too (an empty window is never what was meant), `from` = `to` is the instant.
+ */
+export const releaseListQuerySchema = v.pipe(
+  queryObject({
+    from: v.optional(isoWithOffset),
+    to: v.optional(isoWithOffset),
+    limit: v.optional(v.pipe(v.string(), v.regex(/^\d+$/, 'must be an integer'), v.transform(Number), v.minValue(1, 'must be 1 to 1000'), v.maxValue(1000, 'must be 1 to 1000')), '100'),
+  }, 'GET /1.0/release'),
+  v.forward(
+    v.partialCheck([['from'], ['to']], ({ from, to }) => from === undefined || to === undefined || !isAfter(from, to), 'must not be after to'),
+    ['from'],
+  ),
+);
+const isAfter = (a: Micros, b: Micros) => a.seconds > b.seconds || (a.seconds === b.seconds && a.fraction > b.fraction);
 export type ReleaseListQuery = v.InferOutput<typeof releaseListQuerySchema>;
 
 export const releaseSchema = v.object({

@@ -150,3 +150,13 @@ export function isRouteAnswer(x: unknown): x is { answer: RouteAnswer } {
 export function answer(a: RouteAnswer): { answer: RouteAnswer } {
   return { answer: a };
 }
+
+/**
+ * The media types an Accept header is matched against (server/app.ts): the answer's content type,
+ * then its alternatives (an export's CSV). NDJSON is JSON text, a value a line: a client that asks
+ * for application/json gets it too (listed last, so NDJSON and CSV are preferred at equal q).
+ */
+export function negotiableTypes(route: Route): string[] {
+  const types = [route.success.contentType ?? 'application/json', ...Object.keys(route.success.alternatives ?? {})];
+  return types.includes('application/x-ndjson') && !types.includes('application/json') ? [...types, 'application/json'] : types;
+}
