@@ -10,7 +10,7 @@ import { ISO_8601_WITH_OFFSET_PATTERN, isStorable, parseIso, type Micros } from 
  * cannot hold (it would be clamped silently). The output is the instant.
  */
 export const isoWithOffset = v.pipe(
-  v.string(),
+  v.string('must be an ISO 8601 date-time string with an offset, e.g. 2024-05-01T10:00:00Z'),
   v.regex(ISO_8601_WITH_OFFSET_PATTERN, 'must be an ISO 8601 date-time with an offset, on a real calendar day, e.g. 2024-05-01T10:00:00Z'),
   v.rawTransform(({ dataset, addIssue, NEVER }) => {
     const t = parseIso(dataset.value, { requireOffset: true });
@@ -22,11 +22,11 @@ export const isoWithOffset = v.pipe(
 
 /** Strict (validation.ts): a misspelt field (`release_at`, `tag`) is a 400 naming it, never a release stored without it. */
 export const releaseBodySchema = jsonObject({
-  name: v.pipe(v.string(), v.trim(), v.minLength(1, 'is required'), maxChars(255, 'is at most 255 characters')),
-  version: v.pipe(v.string(), v.trim(), v.minLength(1, 'is required'), maxChars(255, 'is at most 255 characters')),
-  description: v.optional(v.pipe(v.string(), maxChars(10_000, 'is at most 10000 characters')), ''),
+  name: v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'is required'), maxChars(255, 'is at most 255 characters')),
+  version: v.pipe(v.string('must be a string'), v.trim(), v.minLength(1, 'is required'), maxChars(255, 'is at most 255 characters')),
+  description: v.optional(v.pipe(v.string('must be a string'), maxChars(10_000, 'is at most 10000 characters')), ''),
   // Tags are labels: at most 100, each 1..255 characters (our choice; the spec is silent).
-  tags: v.optional(v.pipe(v.array(v.pipe(v.string(), v.minLength(1, 'must not be empty'), maxChars(255, 'is at most 255 characters'))), v.maxLength(100, 'has at most 100 tags')), []),
+  tags: v.optional(v.pipe(v.array(v.pipe(v.string('must be a string'), v.minLength(1, 'must not be empty'), maxChars(255, 'is at most 255 characters')), 'must be an array of strings'), v.maxLength(100, 'has at most 100 tags')), []),
   released_at: v.optional(isoWithOffset),
 }, 'the release body');
 export type ReleaseBody = v.InferOutput<typeof releaseBodySchema>;

@@ -48,6 +48,7 @@ export function createApp(deps: AppDeps, features: readonly Feature[]): App {
     if (route.scope) chain.push(requireScope(route.scope, deps.db, deps.tokens) as Koa.Middleware<AppState>);
     if (route.rateLimit) chain.push(limiters[route.rateLimit] as Koa.Middleware<AppState>);
     if (route.scope) chain.push(negotiation(negotiableTypes(route)));
+    if (route.params) chain.push(decodablePath);
     if (route.admit) chain.push(admission(route.admit));
     if (route.body) chain.push(jsonBody(route.body.limitBytes) as Koa.Middleware<AppState>);
     chain.push(runRoute(route));
@@ -120,6 +121,20 @@ function negotiation(types: readonly string[]): Koa.Middleware<AppState> {
     return next();
   };
 }
+
+/**
+ * A path whose percent-encoding is not UTF-8 (`/1.0/user/%FF`, a cut `%E0%A4`) is a 400: the router
+ * leaves such a parameter undecoded, and `DELETE /1.0/user/%FF` deleted the user whose alias is the
+ * text "%FF" (whose own path is `/1.0/user/%25FF`).
+ */
+const decodablePath: Koa.Middleware<AppState> = (ctx, next) => {
+  try {
+    decodeURIComponent(ctx.path);
+  } catch {
+    throw invalid('The path is not valid percent-encoded UTF-8: encode each byte of a parameter\'s UTF-8 text as %XX (and % itself as %25)');
+  }
+  return next();
+};
 
 /**
  * The query string, read strictly like a body: a parameter given twice is a 400 (which one would

@@ -9,7 +9,7 @@ import { startTestService, type TestService } from './harness.ts';
  * body: unknown or repeated parameters, `from` after `to`), and the forms of context.locale and
  * context.timezone.
  */
-describe('contract: Accept, charset, query strings, locale and time zone (HTTP)', function () {
+describe('contract edges: Accept, charset, query strings, paths, locale and time zone (HTTP)', function () {
   this.timeout(120_000);
   let svc: TestService;
   let token: string;
@@ -156,6 +156,41 @@ describe('contract: Accept, charset, query strings, locale and time zone (HTTP)'
         { path: 'with', message: 'unknown query parameter "with"; this endpoint takes none (its request is the path)' },
       ]);
       expect((await svc.request('GET', '/healthz?probe=1')).status).to.equal(200);
+    });
+  });
+
+  describe('paths and plain messages', () => {
+    it('a path parameter whose percent-encoding is not UTF-8 is a 400, never read as the raw text (DELETE /1.0/user/%FF deleted the user "%FF")', async () => {
+      const alias = `%FF-${randomUUID()}`;
+      expect((await svc.request('POST', '/1.0/event', { token, body: [{ type: 'track', event_name: 'pct', user_alias: alias }] })).status).to.equal(200);
+      const raw = `/1.0/user/${alias}`; // "%FF" then the uuid: not UTF-8 once decoded
+      const message = "The path is not valid percent-encoded UTF-8: encode each byte of a parameter's UTF-8 text as %XX (and % itself as %25)";
+      for (const method of ['GET', 'DELETE']) {
+        const res = await svc.request(method, raw, { token });
+        expect([res.status, res.body.error?.message], method).to.deep.equal([400, message]);
+      }
+      for (const path of ['/1.0/user/%E0%A4', `/1.0/survey/%FF/response`, '/1.0/survey/response/%C3']) {
+        const res = await svc.request(path.includes('survey/%FF') ? 'SEARCH' : path.startsWith('/1.0/user') ? 'GET' : 'DELETE', path, { token, body: path.includes('survey/%FF') ? {} : undefined });
+        expect([res.status, res.body.error?.message], path).to.deep.equal([400, message]);
+      }
+      const profile = await svc.request('GET', `/1.0/user/${encodeURIComponent(alias)}`, { token });
+      expect([profile.status, profile.body.user_alias]).to.deep.equal([200, alias]);
+    });
+
+    it('POST /1.0/release: a field of the wrong type gets a plain message naming it', async () => {
+      const cases: Array<[Record<string, unknown>, string, string]> = [
+        [{ name: null, version: '1' }, 'name', 'must be a string'],
+        [{ name: 1, version: '1' }, 'name', 'must be a string'],
+        [{ name: 'a', version: [] }, 'version', 'must be a string'],
+        [{ name: 'a', version: '1', description: null }, 'description', 'must be a string'],
+        [{ name: 'a', version: '1', tags: 'web' }, 'tags', 'must be an array of strings'],
+        [{ name: 'a', version: '1', tags: [1] }, 'tags[0]', 'must be a string'],
+        [{ name: 'a', version: '1', released_at: 1714557600 }, 'released_at', 'must be an ISO 8601 date-time string with an offset, e.g. 2024-05-01T10:00:00Z'],
+      ];
+      for (const [body, path, message] of cases) {
+        const res = await svc.request('POST', '/1.0/release', { token, body });
+        expect([res.status, res.body.error?.issues], JSON.stringify(body)).to.deep.equal([400, [{ path, message }]]);
+      }
     });
   });
 
