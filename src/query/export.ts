@@ -22,9 +22,9 @@ export const EXPORT_SLICE_SETTINGS = { max_execution_time: 3600, cancel_http_rea
 /**
  * What an export's Accept header is negotiated against, in this order (server/route.ts
  * negotiableTypes lists the export routes' types the same way): NDJSON, CSV, and application/json
- * answered as NDJSON.
+ * answered as NDJSON, each in UTF-8 (an Accept asking for `charset=utf-8` matches).
  */
-export const EXPORT_MEDIA_TYPES = ['application/x-ndjson', 'text/csv', 'application/json'] as const;
+export const EXPORT_MEDIA_TYPES = ['application/x-ndjson; charset=utf-8', 'text/csv; charset=utf-8', 'application/json; charset=utf-8'] as const;
 
 /**
  * The format an Accept header asks for, negotiated by the `accepts` package as Koa's
@@ -34,7 +34,7 @@ export const EXPORT_MEDIA_TYPES = ['application/x-ndjson', 'text/csv', 'applicat
  */
 export function exportFormatOf(accept: string | undefined): ExportFormat {
   if (accept === undefined || accept.trim() === '') return 'ndjson';
-  return accepts({ headers: { accept } } as IncomingMessage).type([...EXPORT_MEDIA_TYPES]) === 'text/csv' ? 'csv' : 'ndjson';
+  return accepts({ headers: { accept } } as IncomingMessage).type([...EXPORT_MEDIA_TYPES]) === EXPORT_MEDIA_TYPES[1] ? 'csv' : 'ndjson';
 }
 
 export const EXPORT_CONTENT_TYPE: Record<ExportFormat, string> = { ndjson: 'application/x-ndjson; charset=utf-8', csv: 'text/csv; charset=utf-8' };

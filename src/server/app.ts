@@ -113,7 +113,8 @@ function admission(admit: () => void): Koa.Middleware<AppState> {
  * `accepts` package, RFC 9110: `;q=0` refuses a type). Errors are JSON whatever Accept says.
  */
 function negotiation(types: readonly string[]): Koa.Middleware<AppState> {
-  const named = types.length === 1 ? types[0] : `${types.slice(0, -1).join(', ')} or ${types.at(-1)}`;
+  const bare = types.map((t) => t.split(';')[0]);
+  const named = bare.length === 1 ? bare[0] : `${bare.slice(0, -1).join(', ')} or ${bare.at(-1)}`;
   return (ctx, next) => {
     if (ctx.get('accept').trim() !== '' && ctx.accepts([...types]) === false) {
       throw new DomainError('not_acceptable', `Not acceptable: this endpoint answers ${named}, and the Accept header names none of them`);

@@ -31,7 +31,7 @@ describe('contract edges: Accept, charset, query strings, paths, locale and time
     ] as const;
     for (const [what, path] of exports) {
       it(`the ${what} export: a type it cannot produce is a 406 naming NDJSON and CSV; the documented ones keep working`, async () => {
-        for (const accept of ['application/xml', 'text/html', 'image/*', 'text/csv;q=0', 'application/x-ndjson;q=0, text/csv;q=0, application/json;q=0']) {
+        for (const accept of ['application/xml', 'text/html', 'image/*', 'text/csv;q=0', 'application/x-ndjson;q=0, text/csv;q=0, application/json;q=0', 'text/csv; charset=latin1']) {
           const res = await svc.request('SEARCH', path, { token, body: {}, headers: { accept } });
           expect([res.status, res.body.error?.code], accept).to.deep.equal([406, 'not_acceptable']);
           expect(res.body.error.message, accept).to.equal('Not acceptable: this endpoint answers application/x-ndjson, text/csv or application/json, and the Accept header names none of them');
@@ -51,6 +51,9 @@ describe('contract edges: Accept, charset, query strings, paths, locale and time
           ['application/json;q=0.5, text/csv', 'text/csv'],
           ['text/csv;q=0, */*', 'application/x-ndjson'],
           ['application/xml, text/csv;q=0.1', 'text/csv'],
+          ['application/json; charset=utf-8', 'application/x-ndjson'],
+          ['application/x-ndjson; charset=UTF-8', 'application/x-ndjson'],
+          ['text/csv; charset=utf-8', 'text/csv'],
         ];
         for (const [accept, type] of cases) {
           const res = await svc.request('POST', path, { token, body: {}, headers: accept === undefined ? {} : { accept } });
@@ -71,7 +74,7 @@ describe('contract edges: Accept, charset, query strings, paths, locale and time
       for (const [method, path, body] of calls) {
         const refused = await svc.request(method, path, { token, body, headers: { accept: 'application/xml' } });
         expect([refused.status, refused.body.error?.message], `${method} ${path}`).to.deep.equal([406, 'Not acceptable: this endpoint answers application/json, and the Accept header names none of them']);
-        for (const accept of ['*/*', 'application/json', 'application/json;q=0.5, application/xml;q=0.1', 'text/html,application/xhtml+xml,*/*;q=0.8', '']) {
+        for (const accept of ['*/*', 'application/json', 'application/json;q=0.5, application/xml;q=0.1', 'text/html,application/xhtml+xml,*/*;q=0.8', '', 'application/json; charset=utf-8', 'application/json;charset=UTF-8']) {
           const res = await svc.request(method, path, { token, body, headers: { accept } });
           expect([res.status < 300, res.headers.get('content-type')], `${method} ${path} ${accept}`).to.deep.equal([true, 'application/json; charset=utf-8']);
         }
