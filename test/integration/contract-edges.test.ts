@@ -109,16 +109,16 @@ describe('contract edges: Accept, charset, query strings, paths, locale and time
     ];
     for (const [method, path, body, ok] of bodies) {
       it(`${method} ${path}: a charset other than UTF-8 is a 415 (gzip or not); utf-8, UTF-8, utf8 or none are read`, async () => {
-        for (const type of ['application/json; charset=latin1', 'application/json; charset=ISO-8859-1', 'application/json;charset="windows-1252"', 'application/json; charset=utf-16', 'application/json; charset=US-ASCII']) {
+        for (const type of ['application/json; charset=latin1', 'application/json; charset=ISO-8859-1', 'application/json;charset="windows-1252"', 'application/json; charset=utf-16', 'application/json; charset=US-ASCII', 'application/json; charset=latin1;', 'application/json; charset=latin1; x', 'application/json; CHARSET=latin1']) {
           for (const gzip of [false, true]) {
             const text = JSON.stringify(body);
             const res = await svc.request(method, path, { token, rawBody: gzip ? gzipSync(text) : text, headers: { 'content-type': type, ...(gzip ? { 'content-encoding': 'gzip' } : {}) } });
             expect([res.status, res.body.error?.code], `${type} gzip=${gzip}`).to.deep.equal([415, 'unsupported_media_type']);
-            const charset = /charset="?([^"]+)"?/.exec(type)![1];
+            const charset = /charset="?([^";]+)"?/i.exec(type)![1];
             expect(res.body.error.message).to.equal(`Request bodies are JSON, which is UTF-8 (RFC 8259): charset "${charset}" is not supported; send UTF-8, with charset=utf-8 or no charset`);
           }
         }
-        for (const type of ['application/json', 'application/json; charset=utf-8', 'application/json; charset=UTF-8', 'Application/JSON;Charset="UTF-8"', 'application/json; charset=utf8']) {
+        for (const type of ['application/json', 'application/json; charset=utf-8', 'application/json; charset=UTF-8', 'Application/JSON;Charset="UTF-8"', 'application/json; charset=utf8', 'application/json;', 'application/json; charset=utf-8;']) {
           for (const gzip of [false, true]) {
             const text = JSON.stringify(body);
             const res = await svc.request(method, path, { token, rawBody: gzip ? gzipSync(text) : text, headers: { 'content-type': type, ...(gzip ? { 'content-encoding': 'gzip' } : {}) } });
