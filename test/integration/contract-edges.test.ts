@@ -197,6 +197,32 @@ describe('contract edges: Accept, charset, query strings, paths, locale and time
     });
   });
 
+  describe('event reads over ranges the API takes (1900..2299)', () => {
+    it('a range starting before 1970 or ending after 2149-06-06 reads the events in it (it read none: the day hint pruned every granule)', async () => {
+      const alias = `range-${randomUUID()}`;
+      expect((await svc.request('POST', '/1.0/event', { token, body: [{ type: 'track', event_name: 'ranged', user_alias: alias }, { type: 'page', url: '/r', user_alias: alias }] })).status).to.equal(200);
+      const filters = [{ key: 'user_alias', operator: 'eq', value: alias }];
+      for (const range of [
+        { field: 'timestamp', start: '1900-01-01T00:00:00Z' },
+        { field: 'timestamp', start: '1969-12-31T23:00:00-05:00' },
+        { field: 'timestamp', start: '1900-01-01T00:00:00Z', end: '2299-12-31T23:59:59Z' },
+        { field: 'timestamp', end: '2149-06-07T00:00:00Z' },
+        { field: 'timestamp', end: '2200-01-01T00:00:00Z' },
+      ]) {
+        const search = await svc.request('SEARCH', '/1.0/event', { token, body: { filters, range } });
+        expect([search.status, search.body.hits?.total.value, search.body.hits?.events.length], JSON.stringify(range)).to.deep.equal([200, 2, 2]);
+        const aggregation = await svc.request('SEARCH', '/1.0/event/aggregation', { token, body: { filters, range, group_by: [{ field: 'type' }] } });
+        expect([aggregation.status, aggregation.body.hits?.total.value], JSON.stringify(range)).to.deep.equal([200, 2]);
+        const exported = await svc.request('SEARCH', '/1.0/event/export', { token, body: { filters, range } });
+        expect((exported.body as string).split('\n').filter((l) => l !== ''), JSON.stringify(range)).to.have.length(2);
+      }
+      for (const range of [{ field: 'timestamp', end: '1969-12-31T23:59:59Z' }, { field: 'timestamp', start: '2200-01-01T00:00:00Z' }]) {
+        const search = await svc.request('SEARCH', '/1.0/event', { token, body: { filters, range } });
+        expect([search.status, search.body.hits?.total.value], JSON.stringify(range)).to.deep.equal([200, 0]);
+      }
+    });
+  });
+
   describe('context.locale and context.timezone', () => {
     it('takes the forms clients send and refuses the rest with a 400 naming the field and the form; nothing of a refused batch is stored', async () => {
       const good = [
