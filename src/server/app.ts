@@ -108,9 +108,10 @@ function admission(admit: () => void): Koa.Middleware<AppState> {
 
 /**
  * Content negotiation of an API route (one with a scope): an Accept header that names none of the
- * media types its answer comes in is a 406 naming them, before the body is read; none (or a blank
- * one), any type, any range (`application/*`, the any-type range), any q-values are negotiated by Koa's `ctx.accepts` (the
- * `accepts` package, RFC 9110: `;q=0` refuses a type). Errors are JSON whatever Accept says.
+ * media types its answer comes in is a 406 naming them, before the body is read. No Accept (or a
+ * blank one) is the default; ranges (`application/*`, the any-type range) and q-values are read by
+ * Koa's `ctx.accepts` (the `accepts` package, RFC 9110: `;q=0` refuses a type). Errors are JSON
+ * whatever Accept says.
  */
 function negotiation(types: readonly string[]): Koa.Middleware<AppState> {
   const bare = types.map((t) => t.split(';')[0]);
