@@ -71,7 +71,7 @@ const ruleSchema = v.variant('field', [
     v.transform((r): EventGroupByRule => ({ field: 'timestamp', minInterval: r.date_histogram_min_interval, buckets: r.date_histogram_buckets })),
   ),
   v.pipe(rule({ field: v.literal('type') }, 'a type group_by rule'), v.transform((): EventGroupByRule => ({ field: 'type' }))),
-  v.pipe(rule({ field: v.literal('event_name') }, 'a event_name group_by rule'), v.transform((): EventGroupByRule => ({ field: 'event_name' }))),
+  v.pipe(rule({ field: v.literal('event_name') }, 'an event_name group_by rule'), v.transform((): EventGroupByRule => ({ field: 'event_name' }))),
   v.pipe(rule({ field: v.literal('context_locale') }, 'a context_locale group_by rule'), v.transform((): EventGroupByRule => ({ field: 'context_locale' }))),
   v.pipe(
     rule({ field: v.literal('property'), property_key: name('property_key') }, 'a property group_by rule'),
