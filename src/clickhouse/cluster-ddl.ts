@@ -48,6 +48,9 @@ export const EVERY_NODE = new Set(['api_tokens']);
 
 export const localName = (table: string) => `${table}_local`;
 
+/** An `org_id` column in a CREATE TABLE: a UUID, or a LowCardinality(UUID) (as schema/281 makes survey_responses'). */
+export const ORG_ID_COLUMN = /\borg_id\s+(?:UUID\b|LowCardinality\s*\(\s*UUID\s*\))/i;
+
 export class ClusterDdlError extends Error {}
 
 /** The sharded tables a set of statements creates (to rewrite references to them). */
@@ -73,7 +76,7 @@ export function clusterStatements(statement: string, tables: ReadonlySet<string>
       const everywhere = { ...layout, keeperPath: layout.keeperPath.replace(/\{shard\}/g, 'all') };
       return [`CREATE TABLE ${ifNotExists}${table}${on} ${layout.replicated ? replicateEngine(rest, table, everywhere, table) : rest}`];
     }
-    const shardKey = SHARD_KEYS[table] ?? (/\borg_id\s+UUID\b/i.test(rest) ? 'cityHash64(org_id)' : undefined);
+    const shardKey = SHARD_KEYS[table] ?? (ORG_ID_COLUMN.test(rest) ? 'cityHash64(org_id)' : undefined);
     if (!shardKey) {
       throw new ClusterDdlError(`table ${table} has no org_id column and no sharding key in cluster-ddl.ts SHARD_KEYS: say how it is sharded`);
     }

@@ -50,6 +50,9 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
+/** An org_id column in a CREATE TABLE: UUID, or LowCardinality(UUID) (schema/281). */
+const ORG_COLUMN = /\borg_id\s+(?:UUID\b|LowCardinality\s*\(\s*UUID\s*\))/i;
+
 describe('tenant guard (src/clickhouse/tenant.ts)', () => {
   it('no organization condition is written in SQL outside the guard module', () => {
     const files = sourceFiles(SRC).filter((f) => f !== GUARD);
@@ -81,9 +84,16 @@ describe('tenant guard (src/clickhouse/tenant.ts)', () => {
       const drop = /^\s*DROP\s+TABLE\s+(?:IF\s+EXISTS\s+)?(\w+)/i.exec(s);
       if (drop) created.delete(drop[1]);
     }
-    const withOrg = [...created].filter(([, s]) => /\borg_id\s+UUID\b/i.test(s)).map(([t]) => t);
+    const withOrg = [...created].filter(([, s]) => ORG_COLUMN.test(s)).map(([t]) => t);
     expect(withOrg).to.include(CROSS_ORG_TABLE);
     expect([...TENANT_TABLES].sort()).to.deep.equal(withOrg.filter((t) => t !== CROSS_ORG_TABLE).sort());
+  });
+
+  it('an org_id column is found as UUID or LowCardinality(UUID), not in another column\'s name or type', () => {
+    const found = ['(org_id UUID, id UUID)', '(org_id LowCardinality(UUID), id UUID)', '(\n    org_id      LowCardinality( UUID ),', '(org_id UUID)'];
+    const not = ['(org_ids Array(UUID))', '(org_id String)', '(owner_org_id UUID)', '(org_id LowCardinality(String))'];
+    expect(found.filter((s) => !ORG_COLUMN.test(s))).to.deep.equal([]);
+    expect(not.filter((s) => ORG_COLUMN.test(s))).to.deep.equal([]);
   });
 
   it('builds the head, the condition and the multi-org condition with the organization as a parameter', () => {
