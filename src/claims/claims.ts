@@ -33,17 +33,26 @@
  * W, and step 3 covers everything after W. The filter's memory only decides how many keys take
  * the lookup: past `maxBytes` (a setting) it saturates and more keys are looked up, never fewer.
  *
- * Cluster mode (CLICKHOUSE_CLUSTER): claims live in per-shard local tables behind a Distributed
- * table; block numbers are per shard and cannot be read in commit order through the Distributed
- * table. The view then keeps no filter: every key is looked up (the organization's shard answers),
- * repeats within one flush and across flushes are found, and the race of two writers storing one
- * key at the same moment is not closed (docs/api.md says so). A replicated table allocates block
- * numbers before commit, so the rule needs a single server.
+ * Cluster mode (CLICKHOUSE_CLUSTER, or an embedded cluster): claims live in per-shard local
+ * tables behind a Distributed table, sharded by organization (cluster-ddl.ts), so every claim of
+ * one key (the key names its organization) lives on one shard, in one local table. Block numbers
+ * are per shard: there is no watermark over the cluster, so the view keeps no filter and never
+ * advances; every key is looked up (the organization's shard answers). When that local table is a
+ * plain MergeTree (read from the engine at `ready`), its block order is still commit order, and
+ * `_block_number` read through the Distributed table is the shard's own (a probe on the embedded
+ * cluster, 2026-11-27: the local and the Distributed reads give the same numbers). The writes are
+ * synchronous (`distributed_foreground_insert`: the rows are on the shard when the INSERT
+ * answers), so the rule holds per organization, read by key instead of by block: a writer reads
+ * back the claims of its keys after its INSERT (`readsBack`, `settle`), and the lowest block wins
+ * as above. A replicated table (CLICKHOUSE_REPLICATED) allocates block numbers before commit: there
+ * the race of two writers storing one key at the same moment is not closed (docs/api.md says so),
+ * and the Idempotency-Key claims are ordered by time (schema/011).
  * The three write protocols on this module: docs/architecture.md.
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { hash } from 'node:crypto';
 import { RowBinaryReader } from '../clickhouse/rowbinary.ts';
+import { localName } from '../clickhouse/cluster-ddl.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { orgsCondition, type TenantTable } from '../clickhouse/tenant.ts';
 import { formatDbDate } from '../time/iso.ts';
@@ -184,8 +193,14 @@ export interface AdvanceResult {
 export interface ClaimViewOptions {
   /** Bytes the filter may hold (CLAIM_FILTER_MAX_BYTES); 0: no filter, every key is looked up. */
   maxBytes: number;
-  /** Cluster mode: no filter and no advance (see above). */
+  /** Cluster mode: no filter and no advance; claims read back by key on non-replicated shards (see above). */
   clustered: boolean;
+}
+
+/** What `settle` read: the claims of the keys, and those that lose to an earlier claim of their key. */
+export interface Settled {
+  claims: StoredClaim[];
+  losers: StoredClaim[];
 }
 
 /** The in-memory view of one claim table (see the header). */
@@ -193,6 +208,9 @@ export class ClaimView {
   private readonly filter: ClaimFilter;
   private loading: Promise<void> | undefined;
   private mark = -1n;
+  /** Cluster mode: whether the shards' local table is a plain MergeTree (block order is commit order); read at `ready`. */
+  private shardsOrdered = false;
+  private shardsRead: Promise<void> | undefined;
 
   constructor(
     readonly source: ClaimTable,
@@ -211,6 +229,19 @@ export class ClaimView {
     return !this.options.clustered;
   }
 
+  /**
+   * Whether `_block_number` read by key is commit order among the claims of one key: on one
+   * server, and on a cluster whose local tables are plain MergeTree (after `ready`).
+   */
+  get byBlock(): boolean {
+    return !this.options.clustered || this.shardsOrdered;
+  }
+
+  /** Cluster mode on non-replicated shards (after `ready`): a writer reads its keys back after its INSERT (`settle`). */
+  get readsBack(): boolean {
+    return this.options.clustered && this.shardsOrdered;
+  }
+
   /** Every claim with a block number up to this is in the filter; -1 before the load. */
   get watermark(): bigint {
     return this.mark;
@@ -218,10 +249,11 @@ export class ClaimView {
 
   /**
    * Loads the claims of the window into the filter (without a filter, only the watermark), once; a
-   * failed load is tried again on the next call.
+   * failed load is tried again on the next call. Cluster mode: reads whether the shards' local
+   * table numbers blocks at commit (`byBlock`, `readsBack`), once.
    */
   ready(client: ClickHouseClient): Promise<void> {
-    if (!this.ordered) return Promise.resolve();
+    if (!this.ordered) return this.readShardsOnce(client);
     this.loading ??= this.load(client).catch((err) => {
       this.loading = undefined;
       throw err;
@@ -280,9 +312,22 @@ export class ClaimView {
       if (s.prune) conditions.push(s.prune(at));
     }
     if (orgs) conditions.push(orgsCondition(s.table, orgs, p));
-    // Through a Distributed table (cluster mode) `_block_number` cannot be read: 0, and the order is not commit order.
-    const block = this.options.clustered ? '0' : 'toString(_block_number)';
+    // On replicated shards the block numbers are not commit order: 0.
+    const block = this.byBlock ? 'toString(_block_number)' : '0';
     return this.claims(client, `SELECT hex(${s.key}), toString(${s.rowId}), toString(${s.scope}), ${block} FROM ${s.table} WHERE ${conditions.join(' AND ')}`, p);
+  }
+
+  /**
+   * Cluster mode on non-replicated shards (`readsBack`), after the caller's INSERT of claims of
+   * `keys` answered (synchronously: they are on their shard): every claim of those keys in the
+   * window, by key, and the ones that lose to the first committed of their key (`losers`), the
+   * caller's and any other writer's. The caller undoes the losers before it answers: every writer
+   * of a key reads after its own commit, so the first committed one is seen by all of them.
+   */
+  async settle(client: ClickHouseClient, keys: readonly ClaimKey[], orgs?: readonly string[]): Promise<Settled> {
+    if (!this.readsBack) throw new Error('claims: settle is for cluster mode on non-replicated shards');
+    const claims = await this.lookup(client, keys, orgs);
+    return { claims, losers: losers(claims) };
   }
 
   /**
@@ -370,6 +415,23 @@ export class ClaimView {
     // keep their block number through merges), so every claim up to it is now in the filter.
     if (top > this.mark) this.mark = top;
     return result;
+  }
+
+  /**
+   * Cluster mode: whether the claim table's local table (on the node this client reaches; every
+   * node has the same DDL) is a plain MergeTree, whose block numbers are given at commit.
+   */
+  private readShardsOnce(client: ClickHouseClient): Promise<void> {
+    this.shardsRead ??= this.readShards(client).catch((err) => {
+      this.shardsRead = undefined;
+      throw err;
+    });
+    return this.shardsRead;
+  }
+
+  private async readShards(client: ClickHouseClient): Promise<void> {
+    const engines = await this.rows(client, 'SELECT engine FROM system.tables WHERE database = currentDatabase() AND name = {t:String}', { t: localName(this.source.table) });
+    this.shardsOrdered = engines.length === 1 && engines[0][0] === 'MergeTree';
   }
 
   /** `advance`'s parts-list case: the first and the last block when every part above `from` is the caller's. */

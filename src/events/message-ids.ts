@@ -19,10 +19,16 @@
  *      later copy of another flush (whose service may have died before deleting it) goes too.
  * A flush the group committer splits (a refused batch) runs every step again for each half.
  * Flushes without any message_id skip all of it.
+ *
+ * Cluster mode (claims.ts): no view, so every key takes step 2's lookup, and step 4 reads the
+ * flush's stored keys back by key instead (non-replicated shards: `settleByKey`); the losers are
+ * deleted on their shard.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { ClaimView, losers, type ClaimKey, type ClaimTable, type ClaimViewOptions, type StoredClaim } from '../claims/claims.ts';
 import { DEFAULT_CLAIM_FILTER_MAX_BYTES } from '../config.ts';
+import type { Database } from '../clickhouse/connection.ts';
+import { deleteWhere } from '../clickhouse/delete.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { orgsCondition } from '../clickhouse/tenant.ts';
 import type { EventChunk } from './encode.ts';
@@ -100,13 +106,14 @@ const keyId = (chunk: EventChunk, row: number) => chunk.keys!.toString('latin1',
  * Stores the chunks' rows once per message id (steps above) with `insert`, which takes the bodies
  * to send as one INSERT. Sets each chunk's `duplicates`. Throws what `insert` or a read throws;
  * nothing is answered before it returns. `claims`: the process's view; without it, a fresh one
- * (a process of its own, as far as the race is concerned).
+ * (a process of its own, as far as the race is concerned). `db`: cluster mode, where a losing
+ * copy is deleted node by node (a Distributed table takes no DELETE).
  */
 export async function insertOnce(
   client: ClickHouseClient,
   chunks: readonly EventChunk[],
   insert: (bodies: Buffer[]) => Promise<void>,
-  opts: { now?: number; clustered?: boolean; claims?: ClaimView } = {},
+  opts: { now?: number; clustered?: boolean; claims?: ClaimView; db?: Database } = {},
 ): Promise<void> {
   const now = opts.now ?? Date.now();
   for (const c of chunks) c.duplicates = 0;
@@ -165,6 +172,7 @@ export async function insertOnce(
     if (rows.length < chunk.rows) bodies.push(rows.length === 0 ? chunk.body : chunk.without(rows));
   }
   if (bodies.length > 0) await insert(bodies);
+  if (view.readsBack && keyed > droppedRows) return settleByKey(client, view, chunks, dropped, opts.db);
   if (keyed === droppedRows || !view.ordered) return;
 
   // Step 4. The marker: the first row this flush stored with a key.
@@ -210,6 +218,48 @@ export async function insertOnce(
   const ownRows = new Map([...own.values()].map((r) => [r.chunk.eventId(r.position), r]));
   for (const c of new Map(undone.map((c) => [c.rowId, c])).values()) {
     const row = ownRows.get(c.rowId);
+    if (row) row.chunk.duplicates++;
+  }
+}
+
+/**
+ * Step 4 in cluster mode on non-replicated shards (claims.ts): the keys this flush stored, read
+ * back by key after its INSERT (synchronous: the rows are on their shard), with their block
+ * numbers. Every copy of a key but the first committed goes, this flush's and any other writer's
+ * (whose service may have died before deleting it), before any request is answered. A row of this
+ * flush missing from the read was deleted meanwhile: by the writer of an earlier copy of its key
+ * (whose claim the read then finds: this flush's copy lost), or by a deletion of its user (no
+ * claim of its key left: it was stored, then deleted).
+ */
+async function settleByKey(client: ClickHouseClient, view: ClaimView, chunks: readonly EventChunk[], dropped: ReadonlyMap<EventChunk, readonly number[]>, db: Database | undefined): Promise<void> {
+  if (!db?.cluster) throw new Error('message ids: cluster mode needs the database to undo a losing copy');
+  const own = new Map<string, OwnRow>();
+  const orgs = new Set<string>();
+  for (const chunk of chunks) {
+    if (!chunk.keys) continue;
+    const left = new Set(dropped.get(chunk));
+    for (let row = 0; row < chunk.rows; row++) {
+      if (!chunk.hasKey(row) || left.has(row)) continue;
+      own.set(chunk.eventId(row), { chunk, position: row, key: chunk.key(row)! });
+      orgs.add(chunk.orgId);
+    }
+  }
+  const { claims, losers: undone } = await view.settle(client, [...own.values()].map((r) => r.key), [...orgs]);
+  const found = new Set(claims.map((c) => c.rowId));
+  const claimedKeys = new Set(claims.map((c) => c.key.toString('latin1')));
+  // Own rows already deleted by the writer of an earlier copy: this flush's copies lost.
+  for (const [eventId, row] of own) if (!found.has(eventId) && claimedKeys.has(row.key.toString('latin1'))) row.chunk.duplicates++;
+  if (undone.length === 0) return;
+  const byOrg = new Map<string, string[]>();
+  for (const c of undone) (byOrg.get(c.scope) ?? byOrg.set(c.scope, []).get(c.scope)!).push(c.rowId);
+  for (const [orgId, ids] of byOrg) {
+    const unique = [...new Set(ids)];
+    for (let i = 0; i < unique.length; i += DELETE_IDS_PER_QUERY) {
+      await deleteWhere(db, 'events', orgId, (bag) => `event_id IN (SELECT arrayJoin(${bag.add(unique.slice(i, i + DELETE_IDS_PER_QUERY), 'Array(UUID)')}))`);
+    }
+  }
+  for (const c of new Map(undone.map((c) => [c.rowId, c])).values()) {
+    const row = own.get(c.rowId);
     if (row) row.chunk.duplicates++;
   }
 }

@@ -53,7 +53,7 @@ export function createEventCommitter(deps: AppDeps): GroupCommitter<EventChunk> 
               handOff();
             }
           },
-          { claims },
+          { claims, db: deps.db },
         );
       } finally {
         if (reading === end) reading = undefined;

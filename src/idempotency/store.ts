@@ -21,6 +21,12 @@
  * number wins), and finds the answer or the running claim of a request of another instance. The
  * view is not advanced by block number here: a key another instance used costs this process one
  * claim row and its withdrawal, never a wrong answer.
+ *
+ * Cluster mode: a key's rows live on its organization's shard. On non-replicated shards block
+ * order is still commit order there (`ClaimView.byBlock`), and the read after the claim decides
+ * by it as on one server. On replicated shards claims are ordered by (created_at, claim_id),
+ * which every reader agrees on but which is not commit order (schema/011): two requests of one key
+ * at the same moment may both run.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import { hash, randomUUID } from 'node:crypto';
@@ -86,7 +92,7 @@ export const IDEMPOTENCY_CLAIMS: ClaimTable = {
 export class IdempotencyStore {
   private view: ClaimView | undefined;
 
-  /** `clustered`: CLICKHOUSE_CLUSTER mode, where claims are ordered by time, not by commit (schema/011). */
+  /** `clustered`: cluster mode, where the view reads whether block order is commit order on the shards (schema/011). */
   constructor(
     private readonly client: () => ClickHouseClient,
     /** Read when needed: the route table is built before anything talks to the database. */
@@ -113,14 +119,14 @@ export class IdempotencyStore {
     const view = await this.claims();
     const key = claimKey(req.orgId.toLowerCase(), req.endpoint, req.key);
     if (view.mayHold(key)) {
-      const earlier = this.outcome(await this.rows(req), bodyHash, undefined);
+      const earlier = this.outcome(await this.rows(req, view.byBlock), bodyHash, undefined);
       if (earlier) return earlier;
     }
 
     const claimId = randomUUID();
     view.add(key, Date.now());
     await this.append(req, { claimId, state: 'pending', bodyHash, status: 0, response: '' });
-    const afterClaim = this.outcome(await this.rows(req), bodyHash, claimId);
+    const afterClaim = this.outcome(await this.rows(req, view.byBlock), bodyHash, claimId);
     if (afterClaim) {
       await this.withdraw(req, claimId);
       return afterClaim;
@@ -159,13 +165,13 @@ export class IdempotencyStore {
     });
   }
 
-  private async rows(req: IdempotentRequest): Promise<Row[]> {
+  /** The key's rows in the window, in claim order: by block number when that is commit order (`byBlock`), else by time. */
+  private async rows(req: IdempotentRequest, byBlock: boolean): Promise<Row[]> {
     const p = new ParamBag();
-    const clustered = this.isClustered();
-    const order = clustered ? 'createdAt, claimId, state' : 'block, state';
+    const order = byBlock ? 'block, state' : 'createdAt, claimId, state';
     const rs = await this.client().query({
       query: `SELECT toString(claim_id) AS claimId, toString(state) AS state, body_hash AS bodyHash, status, response,
-                     ${clustered ? '0' : '_block_number'} AS block, toUnixTimestamp64Milli(created_at) AS createdAt
+                     ${byBlock ? '_block_number' : '0'} AS block, toUnixTimestamp64Milli(created_at) AS createdAt
               ${new TenantOrg(req.orgId, p).from('idempotency_keys')} AND endpoint = ${p.add(req.endpoint, 'String')} AND key = ${p.add(req.key, 'String')}
                 AND created_at >= ${p.add(formatDbDate(new Date(Date.now() - IDEMPOTENCY_WINDOW_MS)), "DateTime64(3, 'UTC')")}
               ORDER BY ${order}`,
