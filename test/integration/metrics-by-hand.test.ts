@@ -16,10 +16,10 @@ describe('survey metrics by hand (HTTP)', function () {
   const survey = randomUUID();
   const npsQ = randomUUID();
 
-  const response = (createdAt: string, score: number) => {
+  const response = (createdAt: string, score: number, completion = 'fully_completed') => {
     const at = Date.parse(createdAt);
     return {
-      id: randomUUID(), survey_id: survey, channel_id: randomUUID(), respondent_id: randomUUID(), language: 'en', completion: 'fully_completed', active: false,
+      id: randomUUID(), survey_id: survey, channel_id: randomUUID(), respondent_id: randomUUID(), language: 'en', completion, active: false,
       end_reason: 'completed', ended_at: isoMicros(at + 1000), created_at: isoMicros(at), updated_at: isoMicros(at + 1000), hidden_fields: [],
       answers: [{ t: 2, v_d: score, cta_type: 'nps', question_id: npsQ, question_correlation_id: npsQ }],
     };
@@ -36,8 +36,13 @@ describe('survey metrics by hand (HTTP)', function () {
       // February 2025 (28 days): one detractor.
       response('2025-02-14T12:00:00Z', 0),
     ];
-    const res = await svc.request('POST', '/1.0/survey/response', { token: await svc.token(['responses:write']), body: records });
-    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    // 2023-06-01: 800 responses, 57 of them fully completed (57 / 800 = 0.07125 exactly).
+    for (let i = 0; i < 800; i++) records.push(response(`2023-06-01T${String(Math.floor(i / 60) % 24).padStart(2, '0')}:${String(i % 60).padStart(2, '0')}:00Z`, 5, i < 57 ? 'fully_completed' : 'partially_completed'));
+    const write = await svc.token(['responses:write']);
+    for (let i = 0; i < records.length; i += 1000) {
+      const res = await svc.request('POST', '/1.0/survey/response', { token: write, body: records.slice(i, i + 1000) });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    }
     await svc.settle();
   });
   after(() => svc.close());
@@ -69,5 +74,15 @@ describe('survey metrics by hand (HTTP)', function () {
     expect(c.range).to.deep.equal({ start: '2024-02-01T00:00:00.000000Z', end: '2024-02-29T23:59:59.000000Z' });
     expect(c.hits.total.value).to.equal(1);
     expect(c.metrics.nps).to.include({ score: 100, promotor: 1, total: 1, delta: -200 });
+  });
+
+  it('a completion rate is rounded half up exactly: 57 of 800 is 0.0713', async () => {
+    const res = await svc.request('SEARCH', '/1.0/survey/*/response/aggregation', {
+      token: read,
+      body: { range: { field: 'created_at', start: '2023-06-01T00:00:00Z', end: '2023-06-01T23:59:59Z' }, group_by: [{ field: 'created_at', date_histogram_min_interval: 'day', date_histogram_buckets: 1 }], metrics: ['completion'] },
+    });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    expect(res.body.metrics.completion).to.include({ fully_completed: 57, partially_completed: 743, rate: 0.0713 });
+    expect(res.body.aggregations.buckets[0].metrics.completion.rate).to.equal(0.0713);
   });
 });

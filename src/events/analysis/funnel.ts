@@ -8,6 +8,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { maxChars } from '../../chars.ts';
+import { roundedRatio } from '../../metrics/statistics.ts';
 import { jsonObject } from '../../validation.ts';
 import { FUNNEL_ORDERS, compileFunnel, type FunnelBreakdown, type FunnelOrder, type FunnelQuery, type FunnelRow } from './funnel-sql.ts';
 import { PERIOD_NAMES, analysisSelectionEntries, answerAnalysis, periodStartText, stepSchema, type AnalysisSelection } from './steps.ts';
@@ -84,8 +85,8 @@ export function funnelQueryOf(orgId: string, body: FunnelBody): FunnelQuery {
   };
 }
 
-/** A ratio rounded to 4 decimals; null when there is nothing to divide by. */
-export const ratio = (n: number, d: number): number | null => (d === 0 ? null : Math.round((n / d) * 10_000) / 10_000);
+/** A ratio rounded to 4 decimals, half away from zero (exact, in integers); null when there is nothing to divide by. */
+export const ratio = (n: number, d: number): number | null => (d === 0 ? null : roundedRatio(n, d, 4));
 /** Milliseconds -> seconds, to the millisecond. */
 const seconds = (ms: number) => Math.round(ms) / 1000;
 
