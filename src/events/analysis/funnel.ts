@@ -24,7 +24,11 @@ export const MAX_PERIOD_BUCKETS = 1000;
 const windowMessage = `window_seconds must be an integer from 1 to ${MAX_WINDOW_SECONDS} (90 days)`;
 
 const strictBreakdown = (issue: v.StrictObjectIssue) =>
-  issue.expected === 'never' ? `unknown field ${issue.received}; a breakdown accepts field and property_key, or field and interval` : 'breakdown must be a JSON object';
+  issue.expected === 'never'
+    ? `unknown field ${issue.received}; a breakdown accepts field and property_key, or field and interval`
+    : issue.received === 'undefined' && issue.path?.length
+      ? `${String(issue.path[issue.path.length - 1].key)} is required`
+      : 'breakdown must be a JSON object';
 const breakdownSchema = v.variant('field', [
   v.pipe(
     v.strictObject({ field: v.literal('property'), property_key: v.pipe(v.string('property_key must be a string'), v.minLength(1, 'property_key must not be empty'), maxChars(255, 'property_key is at most 255 characters')) }, strictBreakdown),
