@@ -60,7 +60,9 @@ describe('start-up failures: one clear line, non-zero exit', function () {
       ['port in use', { DATA_DIR: tmpData(), PORT: String(portOf(busy)) }, new RegExp(`^tallyhouse: PORT=${portOf(busy)} is already in use on HOST=127.0.0.1`)],
       ['bad host (no such name)', { DATA_DIR: tmpData(), PORT: '0', HOST: 'no-such-host.invalid' }, /^tallyhouse: HOST=no-such-host.invalid is not an address of this machine/],
       ['bad host (not ours)', { DATA_DIR: tmpData(), PORT: '0', HOST: '192.0.2.1' }, /^tallyhouse: HOST=192.0.2.1 is not an address of this machine/],
-      ['ClickHouse unreachable', { PORT: '0', CLICKHOUSE_URL: `http://127.0.0.1:${closedPort}`, CLICKHOUSE_CONNECT_TIMEOUT_MS: '500' }, new RegExp(`^tallyhouse: CLICKHOUSE_URL=http://127.0.0.1:${closedPort} is unreachable: .*CLICKHOUSE_CONNECT_TIMEOUT_MS=500`)],
+      ['ClickHouse unreachable', { PORT: '0', CLICKHOUSE_URL: `http://127.0.0.1:${closedPort}`, CLICKHOUSE_CONNECT_TIMEOUT_MS: '500' }, new RegExp(`^tallyhouse: CLICKHOUSE_URL=http://127.0.0.1:${closedPort} is unreachable: .*within 500 ms \\(.*ECONNREFUSED.*CLICKHOUSE_CONNECT_TIMEOUT_MS=500`)],
+      // A cluster (CLICKHOUSE_CLUSTER) waits for CLICKHOUSE_URL as long as a single server does.
+      ['ClickHouse cluster unreachable', { PORT: '0', CLICKHOUSE_URL: `http://127.0.0.1:${closedPort}`, CLICKHOUSE_CLUSTER: 'tallyhouse', CLICKHOUSE_CONNECT_TIMEOUT_MS: '500' }, new RegExp(`^tallyhouse: CLICKHOUSE_URL=http://127.0.0.1:${closedPort} is unreachable: .*within 500 ms \\(.*ECONNREFUSED.*CLICKHOUSE_CONNECT_TIMEOUT_MS=500`)],
       ['engine library missing', { DATA_DIR: tmpData(), PORT: '0', CHDB_LIBCHDB_PATH: '/nonexistent/libchdb.so' }, /^tallyhouse: the embedded ClickHouse engine library was not found .*CHDB_LIBCHDB_PATH/],
     ];
     const results = await Promise.all(cases.map(([, env]) => serveFails(env)));
