@@ -60,12 +60,13 @@ const storeBehind = () => unavailable('The ingest queue is not moving: storage i
  * them at once: the engine's fixed cost per INSERT (a new part per table) is paid per flush, not
  * per request, and the batches grow exactly as much as the engine is slow.
  *
- * Admission is bounded (docs/operations.md, "Overload"): rows and bytes queued, and how long the
- * oldest waiting request has waited. Past a bound a request is refused with 503 before anything
- * of it is queued (so it stores nothing), and `admit` lets the route refuse it before its body is
- * even read. A waiting request whose client goes away (its `signal`) leaves the queue before any
- * flush takes it: nothing of it is stored. Once taken into a flush it is committed or failed
- * with the flush, whether or not anyone still waits for the answer.
+ * Admission is bounded (docs/architecture.md, "Group commit"; the settings in docs/operations.md):
+ * rows and bytes queued, and how long the oldest waiting request has waited. Past a bound a
+ * request is refused with 503 before anything of it is queued (so it stores nothing), and `admit`
+ * lets the route refuse it before its body is even read. A waiting request whose client goes away
+ * (its `signal`) leaves the queue before any flush takes it: nothing of it is stored. Once taken
+ * into a flush it is committed or failed with the flush, whether or not anyone still waits for
+ * the answer.
  * The event write protocol as a whole: docs/architecture.md.
  */
 export class GroupCommitter<Chunk> {
