@@ -22,9 +22,10 @@ export type ErrorKind =
   | 'forbidden' // valid credentials, not allowed (403)
   | 'not_found' // no such resource or route (404)
   | 'method_not_allowed' // the path exists, the method does not (405)
+  | 'not_acceptable' // the Accept header names no type the answer comes in (406)
   | 'conflict' // the request contradicts stored state (409)
   | 'too_large' // the body is over the limit (413)
-  | 'unsupported_media_type' // not JSON, or an unknown encoding (415)
+  | 'unsupported_media_type' // not JSON, not UTF-8, or an unknown encoding (415)
   | 'headers_too_large' // (431)
   | 'rate_limited' // over the rate limit (429)
   | 'too_expensive' // the query asks for more than one request may use: narrow it (400)
@@ -37,6 +38,7 @@ export type ErrorCode =
   | 'forbidden'
   | 'not_found'
   | 'method_not_allowed'
+  | 'not_acceptable'
   | 'conflict'
   | 'idempotency_conflict'
   | 'payload_too_large'
@@ -53,6 +55,7 @@ export const DEFAULT_CODE: Record<ErrorKind, ErrorCode> = {
   forbidden: 'forbidden',
   not_found: 'not_found',
   method_not_allowed: 'method_not_allowed',
+  not_acceptable: 'not_acceptable',
   conflict: 'conflict',
   too_large: 'payload_too_large',
   unsupported_media_type: 'unsupported_media_type',

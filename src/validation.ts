@@ -47,6 +47,16 @@ export const strictMessage = (what: string, entries: v.ObjectEntries) => {
     issue.expected === 'never' ? `unknown field ${issue.received}; ${what} accepts ${accepted}` : objectMessage(what)(issue);
 };
 
+/**
+ * A strict query string (server/app.ts also refuses a parameter given twice): a parameter outside
+ * `entries` is a 400 naming it and the ones `what` takes (`unknown query parameter "foo"; GET
+ * /1.0/release takes from, to, limit`). Values arrive as strings.
+ */
+export function queryObject<const E extends v.ObjectEntries>(entries: E, what: string) {
+  const accepted = Object.keys(entries).join(', ');
+  return v.strictObject(entries, (issue) => (issue.expected === 'never' ? `unknown query parameter ${issue.received}; ${what} takes ${accepted}` : `${what}: invalid query string`));
+}
+
 /** A field accepted for compatibility and ignored (a dashboard may send the search body to the summary). */
 export const ignored = v.optional(v.unknown());
 

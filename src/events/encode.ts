@@ -19,7 +19,7 @@ import { charCount } from '../chars.ts';
 import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { parseIsoMillis } from '../time/iso.ts';
 import { groupIdBytes, MAX_EVENT_AGE_MS, userNameId } from './rows.ts';
-import { COPILOT_EVENT_NAMES, MAX_CHARS, MAX_EVENTS_PER_REQUEST, MAX_PROPERTIES_BYTES, parseEventBatch, type ParsedEvent } from './schema.ts';
+import { COPILOT_EVENT_NAMES, LOCALE_PATTERN, MAX_CHARS, MAX_EVENTS_PER_REQUEST, MAX_PROPERTIES_BYTES, parseEventBatch, TIMEZONE_PATTERN, type ParsedEvent } from './schema.ts';
 
 /** The claim key of a message id: MD5 of `org_id:message_id` (schema/060's DEFAULT computes the same in SQL). */
 export function messageKey(orgId: string, messageId: string): ClaimKey {
@@ -259,8 +259,12 @@ export function encodeItems(items: readonly unknown[], orgId: string, receivedAt
     if (context == null) w.zeros(2); else {
       // An array is an object to the schema too (its locale and timezone are absent).
       if (check && typeof context !== 'object') throw notPlain;
-      w.string(optional(context.locale, MAX_CHARS.locale, check, true));
-      w.string(optional(context.timezone, MAX_CHARS.timezone, check, true));
+      const locale = optional(context.locale, MAX_CHARS.locale, check, true);
+      const timezone = optional(context.timezone, MAX_CHARS.timezone, check, true);
+      // The schema's form checks (one precompiled regex each; "" passes both).
+      if (check && (!LOCALE_PATTERN.test(locale) || !TIMEZONE_PATTERN.test(timezone))) throw notPlain;
+      w.string(locale);
+      w.string(timezone);
     }
 
     switch (type) {

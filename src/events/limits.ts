@@ -5,7 +5,7 @@
  * The computation, with the limits of schema.ts:
  * - 100 items (MAX_EVENTS_PER_REQUEST) of the largest kind, a copilot item with every field at its
  *   maximum: prompt and response 10,000 characters, agent_id, conversation_id, copilot_session_id,
- *   rating, rating_scale 100, user_alias 255, context.locale and .timezone 64, the longest
+ *   rating, rating_scale 100, user_alias 255, context.locale and .timezone 64 (ASCII forms), the longest
  *   timestamp the pattern takes (35), the longest copilot event_name, and a `message_id` of 255
  *   (the deduplication key, MAX_CHARS.message_id).
  * - Written compactly (no whitespace, each member once) but with every character of every string
@@ -30,6 +30,9 @@ const LONGEST_TIMESTAMP = '2024-02-29T23:59:59.123456789+23:59';
 
 const longest = (max: number) => ASTRAL.repeat(max);
 
+/** A locale of the form LOCALE_PATTERN takes, MAX_CHARS.locale (64) characters long. */
+const LONGEST_LOCALE = `en${'-abcdefgh'.repeat(6)}-abcdefg`;
+
 /**
  * The largest item of each kind without its `properties` (counted apart, see above). Copilot is
  * the largest; the others are kept so that the choice is checked rather than assumed.
@@ -39,7 +42,8 @@ export function worstCaseItems(): Record<string, unknown>[] {
     user_alias: longest(MAX_CHARS.user_alias),
     message_id: longest(MAX_CHARS.message_id),
     timestamp: LONGEST_TIMESTAMP,
-    context: { locale: longest(MAX_CHARS.locale), timezone: longest(MAX_CHARS.timezone) },
+    // ASCII forms (schema.ts LOCALE_PATTERN, TIMEZONE_PATTERN): 64 characters of 6 bytes escaped.
+    context: { locale: LONGEST_LOCALE, timezone: 'Z'.repeat(MAX_CHARS.timezone) },
   };
   return [
     { type: 'identify', ...common },

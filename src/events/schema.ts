@@ -17,14 +17,14 @@
  *   message_id (any type; the dedup key, see src/events/message-ids.ts)        1..255
  *   url                                                                        1..8192
  *   rating, rating_scale                                                       1..100 (copilot)
- *   context.locale 64, context.timezone 64
+ *   context.locale 64, context.timezone 64 (each also of its form: LOCALE_PATTERN, TIMEZONE_PATTERN)
  * `properties`, an open object in the spec, is bounded by its JSON text: MAX_PROPERTIES_BYTES.
  * The body limit of the endpoint is derived from all of these (src/events/limits.ts), so that it
  * admits every batch they allow.
  * Required strings must be non-empty: an empty name/id is a missing one. An empty `user_alias`
  * is rejected too: it would map every sender of "" to the same user.
  *
- * No check/custom actions: `toJsonSchema(eventBatchSchema)` converts it as it is.
+ * No check/custom actions (regex ones convert to `pattern`): `toJsonSchema(eventBatchSchema)` converts it as it is.
  */
 import * as v from 'valibot';
 import { maxChars } from '../chars.ts';
@@ -94,10 +94,30 @@ const timestampSchema = v.pipe(
  */
 const propertiesSchema = v.record(v.string(), v.unknown(), 'Must be a JSON object');
 
+/**
+ * `context.locale`, "language-REGION form" in the spec: a BCP 47 language tag as clients send it,
+ * checked for its form only (not against a registry): a language of 2-3 letters, then subtags of
+ * 1-8 letters or digits (script, region, variants: `en`, `en-US`, `pt-BR`, `es-419`,
+ * `zh-Hant-TW`), `_` taken for `-` (`en_US`, the POSIX/Java form many SDKs send). "" is "not
+ * given", as before. Not of the form: `English`, `en US`, `en-US.UTF-8`, `C`, `12`.
+ */
+export const LOCALE_PATTERN = /^(?:[A-Za-z]{2,3}(?:[-_][A-Za-z0-9]{1,8})*)?$/;
+export const LOCALE_MESSAGE = 'Must be a locale in language-REGION form (BCP 47), e.g. en, en-US, pt-BR, zh-Hant-TW (en_US is taken too)';
+/**
+ * `context.timezone`, "IANA name form" in the spec: the form of a tz database name, not a lookup
+ * in this machine's copy of the database (a zone newer than it would be refused): `/`-separated
+ * parts, each starting with a letter, of ASCII letters, digits, `_`, `-`, `+` and `.` (`UTC`,
+ * `Europe/Paris`, `America/Argentina/Buenos_Aires`, `America/Port-au-Prince`, `Etc/GMT+5`,
+ * `EST5EDT`). "" is "not given". Not of the form: `+05:00`, `GMT+5:30`, `Eastern Standard Time`,
+ * `Europe//Paris`, `/UTC`.
+ */
+export const TIMEZONE_PATTERN = /^(?:[A-Za-z][A-Za-z0-9_+.-]*(?:\/[A-Za-z][A-Za-z0-9_+.-]*)*)?$/;
+export const TIMEZONE_MESSAGE = 'Must be an IANA time zone name, e.g. UTC, Europe/Paris, America/Argentina/Buenos_Aires, Etc/GMT+5';
+
 const contextSchema = v.object(
   {
-    locale: optional(MAX_CHARS.locale, true),
-    timezone: optional(MAX_CHARS.timezone, true),
+    locale: v.nullish(v.pipe(v.string('Must be a string'), maxChars(MAX_CHARS.locale, `Must be at most ${MAX_CHARS.locale} characters`), v.regex(LOCALE_PATTERN, LOCALE_MESSAGE))),
+    timezone: v.nullish(v.pipe(v.string('Must be a string'), maxChars(MAX_CHARS.timezone, `Must be at most ${MAX_CHARS.timezone} characters`), v.regex(TIMEZONE_PATTERN, TIMEZONE_MESSAGE))),
   },
   'Must be an object',
 );

@@ -4,6 +4,9 @@
  * whole selection), and CSV records (RFC 4180).
  */
 
+import accepts from 'accepts';
+import type { IncomingMessage } from 'node:http';
+
 /** Rows per slice (one engine query each), about: a slice is whole UTC days. */
 export const SLICE_ROWS = 20_000;
 
@@ -16,9 +19,22 @@ export type ExportFormat = 'ndjson' | 'csv';
  */
 export const EXPORT_SLICE_SETTINGS = { max_execution_time: 3600, cancel_http_readonly_queries_on_client_close: 1 } as const;
 
-/** The format an Accept header asks for: CSV when it names text/csv, NDJSON otherwise. */
+/**
+ * What an export's Accept header is negotiated against, in this order (server/route.ts
+ * negotiableTypes lists the export routes' types the same way): NDJSON, CSV, and application/json
+ * answered as NDJSON, each in UTF-8 (an Accept asking for `charset=utf-8` matches).
+ */
+export const EXPORT_MEDIA_TYPES = ['application/x-ndjson; charset=utf-8', 'text/csv; charset=utf-8', 'application/json; charset=utf-8'] as const;
+
+/**
+ * The format an Accept header asks for, negotiated by the `accepts` package as Koa's
+ * `ctx.accepts` does for the 406 of server/app.ts (q-values, ranges, `;q=0`): CSV when text/csv
+ * wins, NDJSON otherwise (no Accept, a blank one, any type). An Accept that names none of them never
+ * reaches an export: it is a 406 before the handler runs.
+ */
 export function exportFormatOf(accept: string | undefined): ExportFormat {
-  return /\btext\/csv\b/i.test(accept ?? '') ? 'csv' : 'ndjson';
+  if (accept === undefined || accept.trim() === '') return 'ndjson';
+  return accepts({ headers: { accept } } as IncomingMessage).type([...EXPORT_MEDIA_TYPES]) === EXPORT_MEDIA_TYPES[1] ? 'csv' : 'ndjson';
 }
 
 export const EXPORT_CONTENT_TYPE: Record<ExportFormat, string> = { ndjson: 'application/x-ndjson; charset=utf-8', csv: 'text/csv; charset=utf-8' };

@@ -4,6 +4,7 @@ import { UUID_PATTERN } from '../uuid.ts';
 import { IDEMPOTENCY_DESCRIPTION, idempotent } from '../idempotency/route.ts';
 import { IdempotencyStore } from '../idempotency/store.ts';
 import { answer, defineRoute, type Feature, type ParamSpec } from '../server/route.ts';
+import { POLLED_HEADERS, watermarkHeader } from '../server/conditional.ts';
 import { aggregationBodySchema } from './aggregation.ts';
 import { aggregate } from './aggregation-request.ts';
 import { aggregationResultSchema, searchResultSchema, summarySchema, writeResultSchema } from './answers.ts';
@@ -43,17 +44,6 @@ function uuidParam(value: string, name: string): string {
 
 /** A read's selection: the token's organization, the path's survey ids, the body's filters and range. */
 const readScope = (orgId: string, params: Record<string, string>, body: SelectionBody) => selectionOf(orgId, parseSurveyIds(params.survey_ids), body);
-
-/**
- * Data-Watermark: every write acknowledged before this instant is in the answer (the instant its
- * run started; a polled answer served from the polling window keeps the instant of its run).
- */
-const watermarkHeader = (ms: number) => ({ 'Data-Watermark': new Date(ms).toISOString() });
-const POLLED_HEADERS = {
-  ETag: { description: 'Tag of this answer (its body without `took`): send it as If-None-Match to get 304 while the answer is unchanged', schema: { type: 'string' } },
-  'Cache-Control': { description: '`private, max-age=3`: the service reuses an answer this long (the polling window)', schema: { type: 'string' } },
-  'Data-Watermark': { description: 'ISO 8601 instant: every write acknowledged before it is included in this answer', schema: { type: 'string', format: 'date-time' } },
-};
 
 /** Survey responses: the write, and the three reads (each SEARCH also served as POST). */
 export function responsesFeature(deps: AppDeps): Feature {

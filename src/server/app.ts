@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import Router from '@koa/router';
 import { STATUS_CODES, type Server } from 'node:http';
+import type { ParsedUrlQuery } from 'node:querystring';
 import type { Duplex } from 'node:stream';
 import { DomainError, invalid, parseOrThrow } from '../errors.ts';
 import { requireScope } from './auth.ts';
@@ -11,7 +12,7 @@ import { createHttpServer } from './http-server.ts';
 import { requestLog } from './request-log.ts';
 import { opsFeature } from './ops.ts';
 import { rateLimit } from './rate-limit.ts';
-import { isRouteAnswer, type Feature, type RateClass, type Route } from './route.ts';
+import { isRouteAnswer, negotiableTypes, type Feature, type RateClass, type Route } from './route.ts';
 import { matchesIfNoneMatch, POLL_MAX_AGE_SECONDS, taggedJson } from './conditional.ts';
 
 export interface App {
@@ -46,6 +47,8 @@ export function createApp(deps: AppDeps, features: readonly Feature[]): App {
     const chain: Koa.Middleware<AppState>[] = [];
     if (route.scope) chain.push(requireScope(route.scope, deps.db, deps.tokens) as Koa.Middleware<AppState>);
     if (route.rateLimit) chain.push(limiters[route.rateLimit] as Koa.Middleware<AppState>);
+    if (route.scope) chain.push(negotiation(negotiableTypes(route)));
+    if (route.params) chain.push(decodablePath);
     if (route.admit) chain.push(admission(route.admit));
     if (route.body) chain.push(jsonBody(route.body.limitBytes) as Koa.Middleware<AppState>);
     chain.push(runRoute(route));
@@ -104,6 +107,57 @@ function admission(admit: () => void): Koa.Middleware<AppState> {
 }
 
 /**
+ * Content negotiation of an API route (one with a scope): an Accept header that names none of the
+ * media types its answer comes in is a 406 naming them, before the body is read. No Accept (or a
+ * blank one) is the default; ranges (`application/*`, the any-type range) and q-values are read by
+ * Koa's `ctx.accepts` (the `accepts` package, RFC 9110: `;q=0` refuses a type). Errors are JSON
+ * whatever Accept says.
+ */
+function negotiation(types: readonly string[]): Koa.Middleware<AppState> {
+  const bare = types.map((t) => t.split(';')[0]);
+  const named = bare.length === 1 ? bare[0] : `${bare.slice(0, -1).join(', ')} or ${bare.at(-1)}`;
+  return (ctx, next) => {
+    if (ctx.get('accept').trim() !== '' && ctx.accepts([...types]) === false) {
+      throw new DomainError('not_acceptable', `Not acceptable: this endpoint answers ${named}, and the Accept header names none of them`);
+    }
+    return next();
+  };
+}
+
+/**
+ * A path whose percent-encoding is not UTF-8 (`/1.0/user/%FF`, a cut `%E0%A4`) is a 400: the router
+ * leaves such a parameter undecoded, and `DELETE /1.0/user/%FF` deleted the user whose alias is the
+ * text "%FF" (whose own path is `/1.0/user/%25FF`).
+ */
+const decodablePath: Koa.Middleware<AppState> = (ctx, next) => {
+  try {
+    decodeURIComponent(ctx.path);
+  } catch {
+    throw invalid('The path is not valid percent-encoded UTF-8: encode each byte of a parameter\'s UTF-8 text as %XX (and % itself as %25)');
+  }
+  return next();
+};
+
+/**
+ * The query string, read strictly like a body: a parameter given twice is a 400 (which one would
+ * count?), and so is one the route does not read: a route with a query schema names its
+ * parameters (strict, validation.ts queryObject); an API route without one takes none (its request
+ * is the path and the body), so `?size=5` on a search is a 400, never silently ignored. The public
+ * routes (health, docs) ignore the query string.
+ */
+function readQuery(route: Route, raw: ParsedUrlQuery): unknown {
+  const repeated = Object.entries(raw).flatMap(([name, value]) => (Array.isArray(value) ? [{ path: name, message: `is given ${value.length} times; give it once` }] : []));
+  if (repeated.length > 0) throw invalid('Invalid query string', repeated);
+  if (route.query) return parseOrThrow(route.query, { ...raw }, 'Invalid query string');
+  const unknown = Object.keys(raw);
+  if (route.scope !== null && unknown.length > 0) {
+    const where = route.body ? 'the JSON body' : 'the path';
+    throw invalid('Invalid query string', unknown.map((name) => ({ path: name, message: `unknown query parameter "${name}"; this endpoint takes none (its request is ${where})` })));
+  }
+  return raw;
+}
+
+/**
  * Validation, then the handler; its value becomes the answer. A client gone before its body is
  * parsed (its connection closed while the body was read or queued) gets no parsing and no handler.
  */
@@ -126,7 +180,7 @@ function runRoute(route: Route): Koa.Middleware<AppState> {
       if (raw === undefined && route.body.whenEmpty !== undefined) raw = route.body.whenEmpty;
       body = route.body.parse ? route.body.parse(raw, ctx.state.auth) : parseOrThrow(route.body.schema, raw);
     }
-    const query = route.query ? parseOrThrow(route.query, { ...ctx.query }, 'Invalid query string') : ctx.query;
+    const query = readQuery(route, ctx.query);
     const result = await route.handler({
       auth: ctx.state.auth,
       body,

@@ -11,6 +11,17 @@ export interface BodyState {
   body: unknown;
 }
 
+/** The charset labels of UTF-8 (lower case): `utf-8`, and `utf8` that many clients write. */
+const UTF8_LABELS = new Set(['utf-8', 'utf8']);
+
+/**
+ * The charset of a Content-Type: Koa's (the content-type package's strict parse), or, when the
+ * header does not parse (`application/json; charset=latin1;`, a stray parameter), the first
+ * `charset=` parameter in it: such a header gave none, and latin1 was read as UTF-8.
+ */
+const CHARSET_PARAM = /;\s*charset\s*=\s*"?([^";\s]*)/i;
+const charsetOf = (parsed: string, header: string): string => parsed || (CHARSET_PARAM.exec(header)?.[1] ?? '');
+
 const isJsonType = (type: string) => /^application\/([\w.+-]+\+)?json$/i.test(type);
 
 /**
@@ -22,7 +33,7 @@ const isJsonType = (type: string) => /^application\/([\w.+-]+\+)?json$/i.test(ty
  * refused long before the limit. All are counted while streaming. At a limit the inflater is
  * unpiped and destroyed and the socket is no longer read: the answer is 413 with
  * `Connection: close` (the rest of the body is never read nor inflated). A client that goes away mid-body stops the reading and the inflating too,
- * and the route's handler never runs. Not JSON: 415. Not gzip, not UTF-8, not JSON: 400
+ * and the route's handler never runs. Not JSON, or a charset other than UTF-8: 415. Not gzip, not UTF-8, not JSON: 400
  * `invalid_json`.
  *
  * Interface: one factory per limit, `jsonBody(limitBytes)`, used per route.
@@ -38,6 +49,11 @@ export function jsonBody(limitBytes: number): Middleware<BodyState> {
     const type = (ctx.get('content-type').split(';')[0] ?? '').trim();
     if (!isJsonType(type)) {
       throw new DomainError('unsupported_media_type', 'Request bodies must be JSON (Content-Type: application/json)');
+    }
+    // JSON is UTF-8 (RFC 8259): a body labelled with another charset would be misread, not converted.
+    const charset = charsetOf(ctx.request.charset, ctx.get('content-type'));
+    if (charset !== '' && !UTF8_LABELS.has(charset.toLowerCase())) {
+      throw new DomainError('unsupported_media_type', `Request bodies are JSON, which is UTF-8 (RFC 8259): charset "${charset}" is not supported; send UTF-8, with charset=utf-8 or no charset`);
     }
     const encoding = ctx.get('content-encoding').trim().toLowerCase();
     if (encoding !== '' && encoding !== 'identity' && encoding !== 'gzip') {

@@ -12,6 +12,19 @@ import { POLL_WINDOW_MS } from '../clickhouse/result-cache.ts';
 export const POLL_MAX_AGE_SECONDS = Math.round(POLL_WINDOW_MS / 1000);
 
 /**
+ * Data-Watermark: every write acknowledged before this instant is in the answer (the instant its
+ * run started; a polled answer served from the polling window keeps the instant of its run).
+ */
+export const watermarkHeader = (ms: number) => ({ 'Data-Watermark': new Date(ms).toISOString() });
+
+/** The headers of a conditional route's 200, for its OpenAPI description. */
+export const POLLED_HEADERS = {
+  ETag: { description: 'Tag of this answer (its body without `took`): send it as If-None-Match to get 304 while the answer is unchanged', schema: { type: 'string' } },
+  'Cache-Control': { description: `\`private, max-age=${POLL_MAX_AGE_SECONDS}\`: the service reuses an answer this long (the polling window)`, schema: { type: 'string' } },
+  'Data-Watermark': { description: 'ISO 8601 instant: every write acknowledged before it is included in this answer', schema: { type: 'string', format: 'date-time' } },
+};
+
+/**
  * The answer serialized once (it is sent as is) and its tag. `took` leads every answer that has
  * one (search, aggregation): it is cut out of what is hashed, not serialized a second time.
  */

@@ -10,6 +10,7 @@ export const STATUS_OF: Record<ErrorKind, number> = {
   forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
+  not_acceptable: 406,
   conflict: 409,
   too_large: 413,
   unsupported_media_type: 415,

@@ -79,9 +79,10 @@ export const ERROR_TEXT: Record<number, string> = {
   403: 'The token lacks the scope of this endpoint',
   404: 'Not found',
   405: 'Method not allowed on this path (see Allow)',
+  406: 'The Accept header names no media type this endpoint answers in (the message lists them)',
   409: 'Conflict with stored state',
   413: 'Body over the limit (after decompression)',
-  415: 'Body is not JSON, or an encoding other than gzip',
+  415: 'Body is not JSON, a charset other than UTF-8, or an encoding other than gzip',
   429: 'Over the rate limit; see Retry-After and RateLimit-* headers',
   431: 'Request headers too large',
   503: 'Storage unavailable, ingest queue full, shutting down, or a query timed out; see Retry-After',
@@ -100,6 +101,7 @@ const ERROR_EXAMPLE_CODE: Record<number, string> = {
   403: 'forbidden',
   404: 'not_found',
   405: 'method_not_allowed',
+  406: 'not_acceptable',
   409: 'conflict',
   413: 'payload_too_large',
   415: 'unsupported_media_type',
@@ -194,4 +196,5 @@ export function openApiDocument(routes: readonly Route[], options: OpenApiOption
   };
 }
 
-const errorCodes = (route: Route): number[] => [...new Set([...route.errors, ...ALWAYS])].sort();
+/** A route with a scope negotiates its answer's media type (server/app.ts): 406 is always possible. */
+const errorCodes = (route: Route): number[] => [...new Set([...route.errors, ...ALWAYS, ...(route.scope === null ? [] : [406])])].sort();

@@ -150,3 +150,16 @@ export function isRouteAnswer(x: unknown): x is { answer: RouteAnswer } {
 export function answer(a: RouteAnswer): { answer: RouteAnswer } {
   return { answer: a };
 }
+
+/**
+ * The media types an Accept header is matched against (server/app.ts): the answer's content type,
+ * then its alternatives (an export's CSV). NDJSON is JSON text, a value a line: a client that asks
+ * for application/json gets it too (listed last, so NDJSON and CSV are preferred at equal q). Each
+ * with `charset=utf-8`, as the answers are: `Accept: application/json; charset=utf-8` matches it
+ * (without the parameter, the negotiator refused that Accept), `charset=latin1` does not.
+ */
+export function negotiableTypes(route: Route): string[] {
+  const types = [route.success.contentType ?? 'application/json', ...Object.keys(route.success.alternatives ?? {})];
+  const all = types.includes('application/x-ndjson') && !types.includes('application/json') ? [...types, 'application/json'] : types;
+  return all.map((t) => `${t}; charset=utf-8`);
+}

@@ -81,3 +81,59 @@ describe('polled reads: ETag, 304 and Data-Watermark (HTTP)', function () {
     expect(cached.headers.get('data-watermark')).to.equal(res.headers.get('data-watermark'));
   });
 });
+
+/**
+ * Event reads are polled by dashboards like the survey reads (decisions.md: query answers carry
+ * ETag, Cache-Control and Data-Watermark; If-None-Match -> 304).
+ */
+describe('polled event reads: ETag, 304 and Data-Watermark (HTTP)', function () {
+  this.timeout(300_000);
+  let svc: TestService;
+  let writeToken: string;
+  let readToken: string;
+  const name = `polled-${randomUUID()}`;
+  const write = async () => {
+    const res = await svc.request('POST', '/1.0/event', { token: writeToken, body: [{ type: 'track', event_name: name, user_alias: `u-${randomUUID()}` }] });
+    expect(res.status).to.equal(200);
+  };
+  const filters = [{ key: 'event_name', operator: 'eq', value: name }];
+  const READS: Array<[string, unknown]> = [
+    ['/1.0/event', { size: 5, filters }],
+    ['/1.0/event/aggregation', { filters, group_by: [{ field: 'event_name' }] }],
+  ];
+  const read = (path: string, body: unknown, headers: Record<string, string> = {}) => svc.request('SEARCH', path, { token: readToken, body, headers });
+  const pastTheWindow = () => new Promise((r) => setTimeout(r, POLL_WINDOW_MS + 200));
+  const count = (body: { hits: { total: { value: number } } }) => body.hits.total.value;
+
+  before(async () => {
+    svc = await startTestService();
+    writeToken = await svc.token(['events']);
+    readToken = await svc.token(['events:read']);
+    await write();
+  });
+  after(async () => svc?.close());
+
+  for (const [path, body] of READS) {
+    it(`${path}: ETag and Cache-Control; If-None-Match with it is a 304; after a write, a 200 with another tag and a watermark past the write`, async () => {
+      const first = await read(path, body);
+      expect(first.status).to.equal(200);
+      const etag = first.headers.get('etag')!;
+      expect(etag).to.match(/^"[\w-]{27}"$/);
+      expect(first.headers.get('cache-control')).to.equal(`private, max-age=${POLL_WINDOW_MS / 1000}`);
+      expect(Date.parse(first.headers.get('data-watermark')!)).to.be.a('number').and.not.NaN;
+      const same = await read(path, body, { 'if-none-match': etag });
+      expect(same.status).to.equal(304);
+      expect(same.body).to.equal(undefined);
+      expect((await read(path, body, { 'if-none-match': '"other"' })).status).to.equal(200);
+
+      await pastTheWindow();
+      const acknowledged = Date.now();
+      await write();
+      const changed = await read(path, body, { 'if-none-match': etag });
+      expect(changed.status).to.equal(200);
+      expect(changed.headers.get('etag')).to.not.equal(etag);
+      expect(count(changed.body)).to.equal(count(first.body) + 1);
+      expect(Date.parse(changed.headers.get('data-watermark')!)).to.be.at.least(acknowledged);
+    });
+  }
+});

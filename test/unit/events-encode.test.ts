@@ -122,10 +122,19 @@ const properties = fc.oneof(
   { weight: 1, arbitrary: fc.oneof(fc.constant([1, 2]), fc.constant('{}'), fc.integer()) },
 );
 
+/** Locales real clients send, and texts that are not of the form (schema.ts LOCALE_PATTERN). */
+const LOCALES = ['en', 'en-US', 'pt-BR', 'zh-Hant-TW', 'en_US', 'es-419', 'de-CH-1996', 'EN-us', 'English', 'e', 'en-', 'en US', 'en-US.UTF-8', '12', 'en--US', 'en-abcdefghi', 'C'];
+/** Zone names real clients send, and texts that are not of the form (TIMEZONE_PATTERN). */
+const ZONES = ['UTC', 'Europe/Paris', 'America/Argentina/Buenos_Aires', 'Etc/GMT+5', 'Etc/GMT-14', 'EST5EDT', 'America/Port-au-Prince', '+05:00', 'GMT+5:30', 'Eastern Standard Time', 'Europe//Paris', '/UTC', 'UTC/', '5/Paris', 'Europe/Paris '];
+/** A locale or zone: of the form or not, a 64-character one, or any field value. */
+const formField = (names: string[], long: string) =>
+  fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...names, long, `${long}x`) }, { weight: 3, arbitrary: fc.stringMatching(/^[A-Za-z0-9_/+.: -]{0,12}$/) }, { weight: 3, arbitrary: field(MAX_CHARS.locale) });
+
 const context = fc.oneof(
   fc.constant(undefined),
   fc.constant(null),
   fc.record({ locale: field(MAX_CHARS.locale), timezone: field(MAX_CHARS.timezone) }, { requiredKeys: [] }),
+  fc.record({ locale: formField(LOCALES, `en${'-abcdefgh'.repeat(6)}-abcdefg`), timezone: formField(ZONES, `A${'/Abcdefg'.repeat(8)}`.slice(0, 64)) }, { requiredKeys: [] }),
   fc.constant([]),
   fc.constant('en'),
 );

@@ -174,12 +174,46 @@ describe('events schema', () => {
       ['context.locale', (s) => ({ type: 'identify', context: { locale: s } }), 64],
       ['context.timezone', (s) => ({ type: 'identify', context: { timezone: s } }), 64],
     ];
+    // A locale of its form (schema.ts LOCALE_PATTERN) at any length: `en`, then `-x...` subtags of at most 8.
+    const localeOf = (n: number) => {
+      let s = 'en';
+      while (s.length < n) s += `-${'x'.repeat(Math.min(8, n - s.length - 1))}`;
+      return s;
+    };
     for (const [field, make, max] of limits) {
       const path = `[0].${field.split(' ')[0]}`;
+      const fill = field === 'context.locale' ? localeOf : (n: number) => 'x'.repeat(n);
       it(`accepts ${max} characters of ${field} and rejects ${max + 1}`, () => {
-        expect(parseEventBatch([make('x'.repeat(max))])).to.have.length(1);
-        const issues = issuesOf([make('x'.repeat(max + 1))]);
+        expect(fill(max)).to.have.length(max);
+        expect(fill(max + 1)).to.have.length(max + 1);
+        expect(parseEventBatch([make(fill(max))])).to.have.length(1);
+        const issues = issuesOf([make(fill(max + 1))]);
         expect(issues).to.deep.equal([{ path, message: `Must be at most ${max} characters` }]);
+      });
+    }
+  });
+
+  describe('context.locale and context.timezone: of their form (language-REGION, IANA name)', () => {
+    const LOCALE_MESSAGE = 'Must be a locale in language-REGION form (BCP 47), e.g. en, en-US, pt-BR, zh-Hant-TW (en_US is taken too)';
+    const TIMEZONE_MESSAGE = 'Must be an IANA time zone name, e.g. UTC, Europe/Paris, America/Argentina/Buenos_Aires, Etc/GMT+5';
+    for (const locale of ['en', 'en-US', 'pt-BR', 'zh-Hant-TW', 'en_US', 'es-419', 'de-CH-1996', 'sr-Latn', 'EN-us', '']) {
+      it(`accepts the locale ${JSON.stringify(locale)}`, () => {
+        expect(parseEventBatch([{ type: 'identify', context: { locale } }])[0].context).to.deep.equal({ locale });
+      });
+    }
+    for (const locale of ['English', 'e', 'en-', 'en US', 'en-US.UTF-8', '12', 'en--US', '-US', 'C', 'en-abcdefghi', ' en']) {
+      it(`rejects the locale ${JSON.stringify(locale)} with a 400 naming the field and the form`, () => {
+        expect(issuesOf([{ type: 'identify', context: { locale } }])).to.deep.equal([{ path: '[0].context.locale', message: LOCALE_MESSAGE }]);
+      });
+    }
+    for (const timezone of ['UTC', 'Europe/Paris', 'America/Argentina/Buenos_Aires', 'Etc/GMT+5', 'Etc/GMT-14', 'EST5EDT', 'America/Port-au-Prince', 'GMT0', '']) {
+      it(`accepts the time zone ${JSON.stringify(timezone)}`, () => {
+        expect(parseEventBatch([{ type: 'identify', context: { timezone } }])[0].context).to.deep.equal({ timezone });
+      });
+    }
+    for (const timezone of ['+05:00', 'GMT+5:30', 'Eastern Standard Time', 'Europe//Paris', '/UTC', 'UTC/', '5/Paris', 'Europe/Paris ', '-0300']) {
+      it(`rejects the time zone ${JSON.stringify(timezone)} with a 400 naming the field and the form`, () => {
+        expect(issuesOf([{ type: 'identify', context: { timezone } }])).to.deep.equal([{ path: '[0].context.timezone', message: TIMEZONE_MESSAGE }]);
       });
     }
   });

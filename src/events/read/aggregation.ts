@@ -71,7 +71,7 @@ const ruleSchema = v.variant('field', [
     v.transform((r): EventGroupByRule => ({ field: 'timestamp', minInterval: r.date_histogram_min_interval, buckets: r.date_histogram_buckets })),
   ),
   v.pipe(rule({ field: v.literal('type') }, 'a type group_by rule'), v.transform((): EventGroupByRule => ({ field: 'type' }))),
-  v.pipe(rule({ field: v.literal('event_name') }, 'a event_name group_by rule'), v.transform((): EventGroupByRule => ({ field: 'event_name' }))),
+  v.pipe(rule({ field: v.literal('event_name') }, 'an event_name group_by rule'), v.transform((): EventGroupByRule => ({ field: 'event_name' }))),
   v.pipe(rule({ field: v.literal('context_locale') }, 'a context_locale group_by rule'), v.transform((): EventGroupByRule => ({ field: 'context_locale' }))),
   v.pipe(
     rule({ field: v.literal('property'), property_key: name('property_key') }, 'a property group_by rule'),
@@ -335,16 +335,17 @@ export async function runEventAggregation(run: RunQuery, selection: EventSelecti
   return { plans, rows: await eventBucketRows(run, selection, rules, plans, metrics, options) };
 }
 
-export async function aggregateEvents(client: ClickHouseClient, selection: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<EventAggregationResult> {
+/** The answer and its watermark (as searchEvents'). */
+export async function aggregateEvents(client: ClickHouseClient, selection: EventSelection, rules: readonly EventGroupByRule[], metrics: readonly EventMetric[]): Promise<{ result: EventAggregationResult; watermark: number }> {
   const started = performance.now();
-  const { value: { plans, rows, releases } } = await cachedRequest(client, 'event aggregation', [selection, rules, metrics], EVENT_AGGREGATION_SETTINGS, async ({ run, fresh }) => {
+  const { value: { plans, rows, releases }, at } = await cachedRequest(client, 'event aggregation', [selection, rules, metrics], EVENT_AGGREGATION_SETTINGS, async ({ run, fresh }) => {
     const plans = await planEventAggregation(fresh, selection, rules);
     // The releases on the timestamp histograms (src/releases/marks.ts), in the same cached answer,
     // asked beside the grouped query (both need only the plans).
     const [rows, releases] = await Promise.all([eventBucketRows(run, selection, rules, plans, metrics), releasesForSeries(fresh, selection.orgId, plans)]);
     return { plans, rows, releases };
   });
-  return eventAggregationAnswer(rules, plans, rows, releases, metrics, started);
+  return { result: eventAggregationAnswer(rules, plans, rows, releases, metrics, started), watermark: at };
 }
 
 /** The answer from the grouped query's rows and the releases: the buckets shaped per level, the releases marked on the date levels. */

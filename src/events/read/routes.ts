@@ -1,5 +1,6 @@
 import type { AppDeps } from '../../server/context.ts';
 import { answer, defineRoute, type Feature } from '../../server/route.ts';
+import { POLLED_HEADERS, watermarkHeader } from '../../server/conditional.ts';
 import { jsonObject } from '../../validation.ts';
 import { EXPORT_CONTENT_TYPE, exportFormatOf } from '../../query/export.ts';
 import { EVENT_CSV_COLUMNS, exportEvents } from './export.ts';
@@ -36,9 +37,13 @@ export function eventReadsFeature(deps: AppDeps): Feature {
         whenEmpty: {},
         example: { size: 2, filters: [{ key: 'type', operator: 'eq', value: 'track' }, { key: 'property', property_key: 'plan', operator: 'eq', value: 'pro' }] },
       },
-      success: { status: 200, description: '`{took, hits: {total: {value}, events}, next_cursor}`', ...EVENT_RESULT_SCHEMAS.search },
+      success: { status: 200, description: '`{took, hits: {total: {value}, events}, next_cursor}`', ...EVENT_RESULT_SCHEMAS.search, headers: POLLED_HEADERS },
       errors: READ_ERRORS,
-      handler: ({ auth, body }) => searchEvents(client(), eventSelectionOf(auth.orgId, body), body),
+      conditional: true,
+      handler: async ({ auth, body }) => {
+        const { result, watermark } = await searchEvents(client(), eventSelectionOf(auth.orgId, body), body);
+        return answer({ body: result, headers: watermarkHeader(watermark) });
+      },
     });
   return {
     routes: [
@@ -96,9 +101,13 @@ export function eventReadsFeature(deps: AppDeps): Feature {
             metrics: ['count', 'unique_users'],
           },
         },
-        success: { status: 200, description: '`{took, hits: {total: {value}}, unique_users?, aggregations}`', ...EVENT_RESULT_SCHEMAS.aggregation },
+        success: { status: 200, description: '`{took, hits: {total: {value}}, unique_users?, aggregations}`', ...EVENT_RESULT_SCHEMAS.aggregation, headers: POLLED_HEADERS },
         errors: READ_ERRORS,
-        handler: ({ auth, body }) => aggregateEvents(client(), eventSelectionOf(auth.orgId, body), body.group_by, body.metrics),
+        conditional: true,
+        handler: async ({ auth, body }) => {
+          const { result, watermark } = await aggregateEvents(client(), eventSelectionOf(auth.orgId, body), body.group_by, body.metrics);
+          return answer({ body: result, headers: watermarkHeader(watermark) });
+        },
       }),
       defineRoute({
         operationId: 'getUserProfile',

@@ -130,17 +130,19 @@ export async function runEventSearch(run: RunQuery, input: EventSearchInput, opt
   return { total, rows: rows.slice(0, input.size), more: rows.length > input.size };
 }
 
-export async function searchEvents(client: ClickHouseClient, selection: EventSelection, body: { size: number; cursor?: string }): Promise<EventSearchResult> {
+/** The answer and its watermark: the instant its run started (every event acknowledged before it is counted), the cached run's when served from the polling window. */
+export async function searchEvents(client: ClickHouseClient, selection: EventSelection, body: { size: number; cursor?: string }): Promise<{ result: EventSearchResult; watermark: number }> {
   const started = performance.now();
   const after = body.cursor === undefined ? undefined : decodeCursor(body.cursor, selection);
   const input = { ...selection, size: body.size, after };
-  const { value: { total, rows, more } } = await cachedRequest(client, 'event search', input, EVENT_SEARCH_SETTINGS, ({ run }) => runEventSearch(run, input));
+  const { value: { total, rows, more }, at } = await cachedRequest(client, 'event search', input, EVENT_SEARCH_SETTINGS, ({ run }) => runEventSearch(run, input));
   const last = rows[rows.length - 1];
-  return {
+  const result: EventSearchResult = {
     took: Math.round(performance.now() - started),
     hits: { total: { value: total }, events: rows.map(toEventRecord) },
     ...(more && last
       ? { next_cursor: encodeCursor({ timestamp: last.timestamp, received_at: last.received_at, seq: Number(last.seq), event_id: last.event_id }, selection) }
       : {}),
   };
+  return { result, watermark: at };
 }

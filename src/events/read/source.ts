@@ -6,6 +6,7 @@
  */
 import { DT64, type ParamBag } from '../../clickhouse/sql.ts';
 import { TenantOrg } from '../../clickhouse/tenant.ts';
+import { parseInstantMicros } from '../../time/iso.ts';
 import { compileFilters, compileSelectionWhere, type ReadSelection } from '../../query/selection.ts';
 import type { CohortNode } from '../analysis/cohort.ts';
 import { cohortCondition } from '../analysis/cohort-sql.ts';
@@ -21,8 +22,24 @@ import type { EventFilterNode } from './filters.ts';
  * cost a scan of the 10M events ~40 ms of engine CPU of ~400 for nothing (bench/events/README.md,
  * 2026-11-27 11:10; the same granules selected).
  */
-export const daysFrom = (instant: string, bag: ParamBag) => `indexHint(toDate(timestamp) >= toDate(${bag.add(instant, DT64)}))`;
-export const daysTo = (instant: string, bag: ParamBag) => `indexHint(toDate(timestamp) <= toDate(${bag.add(instant, DT64)}))`;
+export const daysFrom = (instant: string, bag: ParamBag) => `indexHint(toDate(timestamp) >= toDate(${bag.add(dateRange(instant), DT64)}))`;
+export const daysTo = (instant: string, bag: ParamBag) => `indexHint(toDate(timestamp) <= toDate(${bag.add(dateRange(instant), DT64)}))`;
+
+/** 2149-06-06, the last day a Date holds, in µs since the epoch. */
+const LAST_DATE_MICROS = 65_535n * 86_400_000_000n;
+
+/**
+ * An instant brought into what `toDate` holds (1970-01-01..2149-06-06) for the day hint: outside
+ * it the engine's toDate wraps, and the index analysis pruned every granule (a range starting in
+ * 1900, which the API takes, read no event; one ending after 2149-06-06 neither). Clamped, the
+ * hint still holds for every stored event, and the bound on `timestamp` beside it decides.
+ */
+function dateRange(instant: string): string {
+  const micros = parseInstantMicros(instant);
+  if (micros === null) return instant;
+  if (micros < 0n) return '1970-01-01 00:00:00.000000';
+  return micros > LAST_DATE_MICROS ? '2149-06-06 00:00:00.000000' : instant;
+}
 
 /** The selection of an event read: organization, filters, range on `timestamp`, and a feedback cohort (src/events/analysis/cohort.ts). */
 export type EventSelection = ReadSelection<EventFilterNode> & { cohort?: CohortNode };

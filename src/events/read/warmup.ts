@@ -46,10 +46,10 @@ export async function warmEventReads(client: ClickHouseClient, nowMs = Date.now(
   ];
   for (const raw of aggregations) {
     const body = v.parse(eventAggregationBodySchema, raw);
-    JSON.stringify(await aggregateEvents(client, eventSelectionOf(NO_ORGANIZATION, body), body.group_by, body.metrics));
+    JSON.stringify((await aggregateEvents(client, eventSelectionOf(NO_ORGANIZATION, body), body.group_by, body.metrics)).result);
   }
   const search = v.parse(eventSearchBodySchema, { size: 10, range });
-  JSON.stringify(await searchEvents(client, eventSelectionOf(NO_ORGANIZATION, search), search));
+  JSON.stringify((await searchEvents(client, eventSelectionOf(NO_ORGANIZATION, search), search)).result);
 
   // The groups of a count by event_name x 100 days from both parts of the hours, in the types the
   // leaf query returns, through the same client call, then summed and shaped by the same code.
