@@ -156,7 +156,7 @@ survey responses (TALLYHOUSE_DEMO=0: none). Stops cleanly on SIGTERM or Ctrl-C.`
     run: async (_args, argv) => {
       parseSeedArgs(argv); // every value checked before an engine starts
       const { runSeedCommand } = await import('./seed/cli.ts');
-      await oneShot((db) => runSeedCommand(db.client(), argv))(_args, argv);
+      await oneShot((db) => runSeedCommand(db.client(), argv, undefined, db))(_args, argv);
     },
   },
 ];
