@@ -119,7 +119,10 @@ export function requestKey(kind: string, parts: unknown): string {
 
 /**
  * After a deletion: every cached answer of this client is dropped, so deleted data vanishes at
- * once rather than after the polling window. Deletions are rare; the cache refills in 3 s.
+ * once from this process's answers rather than after the polling window. Only this process's:
+ * another service process keeps its entries until their window ends (up to 3 s after the
+ * deletion's answer; docs/architecture.md, "The request cache"). Deletions are rare; the cache
+ * refills in 3 s.
  */
 export function forgetCachedAnswers(client: ClickHouseClient): void {
   polling.get(client)?.clear();

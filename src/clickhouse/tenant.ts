@@ -14,7 +14,7 @@
  */
 import type { ParamBag } from './sql.ts';
 
-/** The tables whose rows belong to one organization each (schema/, column `org_id UUID`). */
+/** The tables whose rows belong to one organization each (schema/, column `org_id`: UUID, LowCardinality(UUID) in survey_responses since schema/281). */
 export const TENANT_TABLES = [
   'events',
   'user_properties',

@@ -60,7 +60,8 @@ export class ResponseDeleter {
       } finally {
         this.rollups.written(org, slices);
       }
-      // Deleted data vanishes at once, not after the polling window.
+      // Deleted data vanishes at once from this process's cached answers, not after the polling
+      // window (another process's entries live out their window: result-cache.ts).
       forgetCachedAnswers(client);
       this.schedulePurge();
       return known.size;

@@ -3,7 +3,8 @@
  * is answered from survey_rollup, and the SQL of both parts.
  *
  * A request is rollup-served when its filters only test columns the rollup groups by
- * (completion, language, channel_id: any operator, AND or OR) and, for an aggregation, when its
+ * (completion, language, channel_id: any operator, AND or OR), or are one `eq` answer filter alone
+ * or ANDed with such filters (answer-rollups.ts), and, for an aggregation, when its
  * rules are completion, survey_id, end_reason, created_at histograms whose buckets start on whole
  * hours, and at most one `answer` level. Its created_at range [start, end] (µs, end inclusive)
  * is then cut in three:
