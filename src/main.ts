@@ -68,9 +68,10 @@ const SHUTDOWN_DEADLINE_MS = 40_000;
 
 /** CLICKHOUSE_URL, or the embedded engine for DATA_DIR; a failure is one StartupError line. */
 async function openDatabase(config: Config, log: Logger, supervise: boolean): Promise<Database> {
-  const [[{ connectDatabase }], { checkClickHouse, checkDataDir, checkEngineLibrary }] = await Promise.all([engine(), import('./cli/startup.ts')]);
+  const [[{ connectDatabase }], { checkClickHouse, checkDataDir, checkEmbeddedLayout, checkEngineLibrary }] = await Promise.all([engine(), import('./cli/startup.ts')]);
   if (config.clickhouse.url) return checkClickHouse(config, () => connectDatabase(config, log, { supervise }));
   checkDataDir(config.dataDir);
+  checkEmbeddedLayout(config.dataDir, config.embeddedShards);
   checkEngineLibrary();
   return connectDatabase(config, log, { supervise });
 }
@@ -155,7 +156,7 @@ survey responses (TALLYHOUSE_DEMO=0: none). Stops cleanly on SIGTERM or Ctrl-C.`
     run: async (_args, argv) => {
       parseSeedArgs(argv); // every value checked before an engine starts
       const { runSeedCommand } = await import('./seed/cli.ts');
-      await oneShot((db) => runSeedCommand(db.client(), argv))(_args, argv);
+      await oneShot((db) => runSeedCommand(db.client(), argv, undefined, db))(_args, argv);
     },
   },
 ];

@@ -4,7 +4,7 @@
  * change, found in seconds rather than after the engine's retries. main.ts prints it and exits 1.
  */
 import { ClickHouseError } from '@clickhouse/client';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
 import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
@@ -27,6 +27,35 @@ export function checkDataDir(dataDir: string): void {
     rmSync(probe);
   } catch (err) {
     throw new StartupError(`DATA_DIR=${dataDir} is not a writable directory (${reason(err)}); set DATA_DIR to one this user can write`);
+  }
+}
+
+/**
+ * DATA_DIR holds what TALLYHOUSE_EMBEDDED_SHARDS says: an N-shard embedded cluster keeps its layout
+ * in DATA_DIR/cluster.json and its data in DATA_DIR/shard-<i>; a single engine keeps its data in
+ * DATA_DIR/clickhouse. A command run with the other setting would otherwise start an empty engine
+ * (or cluster) beside the data, apply the migrations to it and serve or list nothing, with no error.
+ */
+export function checkEmbeddedLayout(dataDir: string, shards: number): void {
+  const clusterFile = join(dataDir, 'cluster.json');
+  if (existsSync(clusterFile)) {
+    let held: unknown;
+    try {
+      held = (JSON.parse(readFileSync(clusterFile, 'utf8')) as { shards?: unknown }).shards;
+    } catch {
+      return; // not ours to judge: the cluster's own start reads it
+    }
+    if (typeof held === 'number' && held !== shards) {
+      throw new StartupError(
+        `DATA_DIR=${dataDir} holds an embedded cluster of ${held} shards (cluster.json) but TALLYHOUSE_EMBEDDED_SHARDS=${shards}; set TALLYHOUSE_EMBEDDED_SHARDS=${held} for every command on this DATA_DIR, or use another DATA_DIR`,
+      );
+    }
+    return;
+  }
+  if (shards > 1 && existsSync(join(dataDir, 'clickhouse'))) {
+    throw new StartupError(
+      `DATA_DIR=${dataDir} holds the data of a single embedded engine but TALLYHOUSE_EMBEDDED_SHARDS=${shards}; unset TALLYHOUSE_EMBEDDED_SHARDS for this DATA_DIR, or use another DATA_DIR for a cluster`,
+    );
   }
 }
 

@@ -24,7 +24,7 @@ Shows id, name, organization, scopes, creation and revocation times; never the t
 export const TOKEN_REVOKE = {
   usage: `usage: tallyhouse token revoke <token-id>
   <token-id>        the id shown by 'token create' and 'token list'
-The service stops accepting the token within 5 seconds.`,
+The service stops accepting the token within its TOKEN_CACHE_TTL_MS (default 5000: 5 seconds).`,
   options: {} satisfies Options,
 };
 
@@ -63,5 +63,5 @@ export async function tokenRevoke(db: Database, { positionals }: ParsedArgs, out
   if (id === undefined) throw new UsageError(`the token id is required\n\n${TOKEN_REVOKE.usage}`);
   if (!UUID_PATTERN.test(id)) throw new UsageError(`revoke takes a token id (UUID, see 'token list'), got ${JSON.stringify(id)}`);
   if (!(await revokeToken(db, id))) throw new UsageError(`no token with id ${id}`);
-  out(`revoked ${id} (the service stops accepting it within 5 seconds)`);
+  out(`revoked ${id} (the service stops accepting it within its TOKEN_CACHE_TTL_MS, 5 seconds by default)`);
 }

@@ -17,8 +17,7 @@ import type { Config } from '../config.ts';
 import { unavailable } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { ClusterLayout } from './cluster-ddl.ts';
-import { ClientPair, EmbeddedDatabase, type Database, type DatabaseNode } from './database.ts';
-import { sleep } from './engine.ts';
+import { ClientPair, EmbeddedDatabase, waitForPing, type Database, type DatabaseNode } from './database.ts';
 
 /** The cluster name of an embedded cluster (its engines' remote_servers). */
 export const EMBEDDED_CLUSTER = 'tallyhouse';
@@ -40,7 +39,7 @@ class ExternalClusterDatabase implements Database {
   private readonly entry: ClientPair;
   private readonly pairs: ClientPair[];
   private readonly up: boolean[];
-  private timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | undefined;
   readonly cluster: Database['cluster'];
 
   constructor(private readonly config: Config, private readonly log: Logger) {
@@ -52,8 +51,6 @@ class ExternalClusterDatabase implements Database {
       layout: clusterLayout(config, urls.length === 0),
       nodes: () => this.pairs.map((p) => ({ url: p.endpoint.url, client: p.main, admin: p.admin })),
     };
-    this.timer = setInterval(() => void this.check(), HEALTH_INTERVAL_MS);
-    this.timer.unref();
   }
   get name() {
     return this.config.clickhouse.database;
@@ -83,11 +80,10 @@ class ExternalClusterDatabase implements Database {
     return this.up.every(Boolean);
   }
   async waitUntilUp(timeoutMs: number) {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await this.entry.admin.ping()).success) {
-      if (Date.now() > deadline) throw new Error(`ClickHouse at ${this.config.clickhouse.url} did not answer within ${timeoutMs} ms`);
-      await sleep(500);
-    }
+    await waitForPing(this.entry.admin, this.config.clickhouse.url!, timeoutMs);
+    // Node health from now on (a node down later is a 503 for its organizations, and logged).
+    this.timer ??= setInterval(() => void this.check(), HEALTH_INTERVAL_MS);
+    this.timer.unref();
   }
   mode() {
     return `cluster ${this.cluster!.layout.cluster}`;
@@ -141,7 +137,10 @@ class EmbeddedClusterDatabase implements Database {
 
 export async function connectExternalCluster(config: Config, log: Logger): Promise<Database> {
   const db = new ExternalClusterDatabase(config, log);
-  await db.waitUntilUp(30_000);
+  await db.waitUntilUp(config.clickhouse.connectTimeoutMs).catch(async (err) => {
+    await db.close();
+    throw err;
+  });
   return db;
 }
 

@@ -101,15 +101,31 @@ export class ClientPair {
   }
 }
 
+/**
+ * Pings `url` until it answers or `timeoutMs` passed (CLICKHOUSE_CONNECT_TIMEOUT_MS); the error
+ * names the last cause seen (ECONNREFUSED, an authentication error), else that nothing answered.
+ */
+export async function waitForPing(admin: ClickHouseClient, url: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    // A ping to a host that drops packets would wait for the request timeout (60 s): race it.
+    const remaining = Math.max(deadline - Date.now(), 0);
+    const result = await Promise.race([admin.ping(), sleep(remaining).then(() => ({ success: false as const, error: undefined }))]);
+    if (result.success) return;
+    last = String((result as { error?: Error }).error?.message ?? '') || last;
+    if (Date.now() >= deadline) throw new Error(`ClickHouse at ${url} did not answer within ${timeoutMs} ms (${last || 'no answer'})`);
+    await sleep(Math.min(500, Math.max(deadline - Date.now(), 0)));
+  }
+}
+
 /** A user's server or cluster at CLICKHOUSE_URL. Health is checked, nothing is restarted. */
 export class ExternalDatabase implements Database {
   private up = true;
   private readonly pair: ClientPair;
-  private timer: NodeJS.Timeout;
+  private timer: NodeJS.Timeout | undefined;
   constructor(private readonly config: Config, private readonly log: Logger) {
     this.pair = new ClientPair({ url: config.clickhouse.url!, headers: {} }, config);
-    this.timer = setInterval(() => void this.check(), HEALTH_INTERVAL_MS);
-    this.timer.unref();
   }
   get name() {
     return this.config.clickhouse.database;
@@ -129,18 +145,11 @@ export class ExternalDatabase implements Database {
     return this.up;
   }
   async waitUntilUp(timeoutMs: number) {
-    const deadline = Date.now() + timeoutMs;
-    let last = '';
-    for (;;) {
-      // A ping to a host that drops packets would wait for the request timeout (60 s): race it.
-      const remaining = Math.max(deadline - Date.now(), 0);
-      const result = await Promise.race([this.pair.admin.ping(), sleep(remaining).then(() => ({ success: false as const, error: new Error('no answer') }))]);
-      if (result.success) break;
-      last = String((result as { error?: Error }).error?.message ?? '');
-      if (Date.now() >= deadline) throw new Error(`ClickHouse at ${this.config.clickhouse.url} did not answer within ${timeoutMs} ms${last ? ` (${last})` : ''}`);
-      await sleep(Math.min(500, Math.max(deadline - Date.now(), 0)));
-    }
+    await waitForPing(this.pair.admin, this.config.clickhouse.url!, timeoutMs);
     this.up = true;
+    // Health checks from now on: during start-up a failed ping is the start-up error's to report.
+    this.timer ??= setInterval(() => void this.check(), HEALTH_INTERVAL_MS);
+    this.timer.unref();
   }
   mode() {
     return 'external';

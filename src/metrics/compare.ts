@@ -8,6 +8,9 @@
  *   ones; without a date level, by the range's length L = end - start + 1µs.
  * - previous_year: the main range 12 calendar months earlier (UTC; Feb 29 becomes Feb 28, as
  *   ClickHouse's addMonths does).
+ * With month buckets, an end on the last day of its month moves to the last day of the earlier
+ * month (a range ending Feb 29 23:59:59 compares with January up to Jan 31 23:59:59, not Jan 29):
+ * the last bucket of the comparison is then as whole as the main one's.
  * - explicit ranges: as given.
  * A comparison's date levels have the main series' interval (k x unit) and bucket count n, their
  * buckets starting at the comparison's start: bucket i of every side is "the i-th interval of its
@@ -74,10 +77,19 @@ export function shiftedPlan(main: HistogramPlan, start: bigint, end: bigint): Hi
   return Object.freeze({ unit: main.unit, k: main.k, interval: main.interval, start, end, starts: Object.freeze(starts), boundary: at(n) });
 }
 
+/** addMonths, except that the last day of a month goes to the last day of the target month (time of day kept). */
+export function addMonthsEndOfMonth(t: bigint, n: number): bigint {
+  const next = t + MICROS_PER_DAY;
+  const lastOfMonth = new Date(Number((next - (((next % 1000n) + 1000n) % 1000n)) / 1000n)).getUTCDate() === 1;
+  if (!lastOfMonth) return addMonths(t, n);
+  // The first day of the month after the target's, minus one day, at t's time of day.
+  return addMonths(t + MICROS_PER_DAY, n) - MICROS_PER_DAY;
+}
+
 function previousPeriod(main: MicrosRange, series: HistogramPlan | undefined): MicrosRange {
   if (!series) return { start: main.start - (main.end - main.start + 1n), end: main.start - 1n };
   const n = series.starts.length * series.k;
-  if (series.unit === 'month') return { start: addMonths(main.start, -n), end: addMonths(main.end, -n) };
+  if (series.unit === 'month') return { start: addMonths(main.start, -n), end: addMonthsEndOfMonth(main.end, -n) };
   const span = series.boundary - series.start;
   return { start: main.start - span, end: main.end - span };
 }
@@ -95,11 +107,12 @@ export interface Comparison {
  */
 export function planComparisons(spec: CompareSpec, main: MicrosRange, plans: readonly (HistogramPlan | undefined)[]): Comparison[] {
   const derived = typeof spec === 'string';
+  const series = plans.find((p) => p !== undefined && p.starts.length > 0);
   const ranges: MicrosRange[] =
     spec === 'previous_period'
-      ? [previousPeriod(main, plans.find((p) => p !== undefined && p.starts.length > 0))]
+      ? [previousPeriod(main, series)]
       : spec === 'previous_year'
-        ? [{ start: addMonths(main.start, -12), end: addMonths(main.end, -12) }]
+        ? [{ start: addMonths(main.start, -12), end: series?.unit === 'month' ? addMonthsEndOfMonth(main.end, -12) : addMonths(main.end, -12) }]
         : spec.map((r) => ({ start: r.start, end: r.end }));
   return ranges.map((range, i) => {
     if (derived && (range.start < MIN_INSTANT || range.end > MAX_INSTANT)) {

@@ -181,4 +181,15 @@ export function round(x: number, decimals: number): number {
   return r === 0 ? 0 : r;
 }
 
+/**
+ * num / den (integers, den > 0) rounded to `decimals`, half away from zero, in integers: no float
+ * drift (57 / 800 = 0.07125 -> 0.0713, where round(57 / 800, 4) gives 0.0712). Never -0.
+ */
+export function roundedRatio(num: number, den: number, decimals: number): number {
+  const f = 10 ** decimals;
+  const scaled = Math.floor((2 * Math.abs(num) * f + den) / (2 * den));
+  const r = (Math.sign(num) * scaled) / f;
+  return r === 0 ? 0 : r;
+}
+
 export const roundInterval = (ci: Interval | null, decimals: number): [number, number] | null => (ci ? [round(ci[0], decimals), round(ci[1], decimals)] : null);

@@ -22,7 +22,7 @@ import * as v from 'valibot';
 import { DT64, ParamBag, compiled, type CompiledQuery, type RunQuery } from '../clickhouse/sql.ts';
 import { conflict, notFound } from '../errors.ts';
 import { EventSource, type EventSelection } from '../events/read/source.ts';
-import { countDifference, proportionDifference, round, roundInterval, wilsonInterval } from '../metrics/statistics.ts';
+import { countDifference, proportionDifference, round, roundedRatio, roundInterval, wilsonInterval } from '../metrics/statistics.ts';
 import { MICROS_PER_DAY, formatDbMicros, formatMicros, parseInstantMicros } from '../query/histogram.ts';
 import { requestRunners } from '../query/request-cache.ts';
 import { RANKED_BUCKETS_SETTINGS } from '../query/ranked-buckets.ts';
@@ -200,7 +200,7 @@ function eventsOf(rows: readonly NameRow[]) {
 }
 
 function rateOf(successes: number, n: number) {
-  return { rate: n === 0 ? null : round(successes / n, 4), n, ci95: roundInterval(wilsonInterval(successes, n), 4) };
+  return { rate: n === 0 ? null : roundedRatio(successes, n, 4), n, ci95: roundInterval(wilsonInterval(successes, n), 4) };
 }
 
 function ratesOf(beforeX: number, beforeN: number, afterX: number, afterN: number) {

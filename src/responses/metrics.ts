@@ -11,7 +11,7 @@
  */
 import * as v from 'valibot';
 import {
-  meanDifference, meanInterval, momentsOf, npsDifference, npsInterval, proportionDifference, round, roundInterval, wilsonInterval, type Difference,
+  meanDifference, meanInterval, momentsOf, npsDifference, npsInterval, proportionDifference, round, roundedRatio, roundInterval, wilsonInterval, type Difference,
 } from '../metrics/statistics.ts';
 import type { ParamBag } from '../clickhouse/sql.ts';
 import type { ResponseSelection } from './compile.ts';
@@ -202,7 +202,7 @@ const respondents = (c: MetricCounts) => c.completion.not_started + c.completion
 function completion(counts: MetricCounts): CompletionMetric {
   const all = respondents(counts);
   const full = counts.completion.fully_completed;
-  return { ...counts.completion, rate: all === 0 ? null : round(full / all, RATE_DECIMALS), ci95: roundInterval(wilsonInterval(full, all), RATE_DECIMALS) };
+  return { ...counts.completion, rate: all === 0 ? null : roundedRatio(full, all, RATE_DECIMALS), ci95: roundInterval(wilsonInterval(full, all), RATE_DECIMALS) };
 }
 
 /**

@@ -4,6 +4,7 @@
  * nothing for a run of one quick chunk; the result goes to stdout as the last line.
  */
 import type { ClickHouseClient } from '@clickhouse/client';
+import type { Database } from '../clickhouse/connection.ts';
 import { SingleBar } from 'cli-progress';
 import { parseSeedArgs, type SeedArgs } from './args.ts';
 import { seedEvents } from './events.ts';
@@ -24,11 +25,12 @@ const defaultIo: SeedIo = {
 
 const fmt = (n: number) => n.toLocaleString('en-US');
 
-export async function runSeedCommand(client: ClickHouseClient, argv: string[], io: SeedIo = defaultIo): Promise<void> {
+/** `db`: the service's database when there is one (a cluster's events are numbered through it, as the demo's are). */
+export async function runSeedCommand(client: ClickHouseClient, argv: string[], io: SeedIo = defaultIo, db?: Database): Promise<void> {
   const args = parseSeedArgs(argv);
   if (args.orgGenerated) io.err(`no --org given: seeding new organization ${args.orgId}`);
   if (args.responses > 0) await seedResponsesCommand(client, args, io);
-  if (args.events > 0) await seedEventsCommand(client, args, io);
+  if (args.events > 0) await seedEventsCommand(client, args, io, db);
 }
 
 /** Progress of one run: a bar on a terminal, else one line per chunk (none for a run under a second). */
@@ -78,9 +80,9 @@ async function withProgress<T>(io: SeedIo, what: string, total: number, fn: (p: 
   }
 }
 
-async function seedEventsCommand(client: ClickHouseClient, args: SeedArgs, io: SeedIo): Promise<void> {
+async function seedEventsCommand(client: ClickHouseClient, args: SeedArgs, io: SeedIo, db?: Database): Promise<void> {
   const result = await withProgress(io, 'events', args.events, (p) =>
-    seedEvents(client, { orgId: args.orgId, events: args.events, days: args.days, onProgress: (done, total) => p.update(done, total) }),
+    seedEvents(client, { orgId: args.orgId, events: args.events, days: args.days, db, onProgress: (done, total) => p.update(done, total) }),
   );
   const rate = Math.round(result.inserted / Math.max(result.seconds, 0.001));
   io.out(`seeded ${fmt(result.inserted)} events of ${fmt(result.users)} users in ${result.seconds.toFixed(1)} s (${fmt(rate)} events/s) for org ${args.orgId}`);

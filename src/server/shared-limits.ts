@@ -42,12 +42,20 @@ export function connectSharedLimits(url: string, log: Logger): SharedLimits {
     connectTimeout: 1000,
     retryStrategy: () => 1000,
   });
-  client.on('error', () => {}); // reported through `up` below, once per transition
+  // Reported through `up` below, once per transition, with the last connection error as the cause
+  // (a failed command while disconnected only says that the stream is not writeable).
+  let lastError: string | undefined;
+  client.on('error', (err: Error) => void (lastError = String(err?.message ?? err)));
+  client.on('ready', () => void (lastError = undefined));
   client.defineCommand('tallyhouseTake', { numberOfKeys: 1, lua: TAKE_SCRIPT });
   let up = false;
+  // The first check's result is logged either way: Redis unreachable (or refusing the credentials
+  // of REDIS_URL) from the start is said once, like a later loss.
+  let checked = false;
   const setUp = (ok: boolean, why?: string) => {
-    if (ok === up) return;
+    if (ok === up && checked) return;
     up = ok;
+    checked = true;
     if (ok) log.info({ msg: 'redis reachable: rate limits shared by every instance' });
     else log.warn({ msg: 'redis unreachable: each instance applies the rate limits on its own until it is back', error: why });
   };
@@ -56,7 +64,9 @@ export function connectSharedLimits(url: string, log: Logger): SharedLimits {
       await withTimeout(client.ping(), TAKE_TIMEOUT_MS);
       setUp(true);
     } catch (err) {
-      setUp(false, String((err as Error)?.message ?? err));
+      // Still connecting at start (no answer and no error yet): nothing to say until there is.
+      if (!checked && lastError === undefined && client.status !== 'ready') return;
+      setUp(false, lastError ?? String((err as Error)?.message ?? err));
     }
   };
   void check();

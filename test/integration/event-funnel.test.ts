@@ -353,6 +353,11 @@ describe('Event funnels (HTTP) against the reference', function () {
       expect(res.body.error.code).to.equal('validation_error');
       expect(res.body.error.issues.map((i: Rec) => i.path), JSON.stringify(body)).to.include(path);
     }
+    // A missing field is named as such (it read "breakdown must be a JSON object").
+    const missing = await funnel(read, { steps: [step, step], breakdown: { field: 'property' } });
+    expect(missing.body.error.issues).to.deep.include({ path: 'breakdown.property_key', message: 'property_key is required' });
+    const noInterval = await funnel(read, { steps: [step, step], breakdown: { field: 'timestamp' } });
+    expect(noInterval.body.error.issues).to.deep.include({ path: 'breakdown.interval', message: 'interval is required' });
   });
 });
 

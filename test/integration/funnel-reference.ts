@@ -115,7 +115,8 @@ export function quantile(values: number[], p: number): number {
   return a[n - 1] + (h - n) * (a[n] - a[n - 1]);
 }
 
-const ratio = (n: number, d: number) => (d === 0 ? null : Math.round((n / d) * 10_000) / 10_000);
+// 4 decimals, half up, in big integers (exact for any count).
+const ratio = (n: number, d: number) => (d === 0 ? null : Number((BigInt(n) * 20_000n + BigInt(d)) / (2n * BigInt(d))) / 10_000);
 
 export interface RefFunnelQuery {
   steps: Pred[];

@@ -131,7 +131,7 @@ function refMetrics(names: string[], c: Counts, main?: Counts): Rec {
   };
   const completion = (k: Counts) => {
     const all = k.completion.not_started + k.completion.partially_completed + k.completion.fully_completed;
-    return { ...k.completion, rate: all ? round(k.completion.fully_completed / all, 4) : null, ci95: roundInterval(wilsonInterval(k.completion.fully_completed, all), 4) };
+    return { ...k.completion, rate: all ? exactRate(k.completion.fully_completed, all) : null, ci95: roundInterval(wilsonInterval(k.completion.fully_completed, all), 4) };
   };
   const all = (k: Counts) => k.completion.not_started + k.completion.partially_completed + k.completion.fully_completed;
   for (const name of names) {
@@ -253,6 +253,11 @@ function reference(records: Rec[], req: Req, surveys: string[], channels: string
     });
   }
   return expected;
+}
+
+/** full / all to 4 decimals, half up, in big integers (the service rounds the same way, without float drift). */
+function exactRate(full: number, all: number): number {
+  return Number((BigInt(full) * 20_000n + BigInt(all)) / (2n * BigInt(all))) / 10_000;
 }
 
 // --- random requests ------------------------------------------------------------------------------------

@@ -60,3 +60,24 @@ describe('seed: synthetic events', function () {
     expect(Number(c)).to.equal(N + 1200);
   });
 });
+
+/** The CLI on an embedded 2-shard cluster: the events are numbered through the cluster's database (was: "Distributed doesn't support mutations", exit 1). */
+describe('seed --events on an embedded cluster (CLI)', function () {
+  this.timeout(300_000);
+  it('seeds and exits 0', async () => {
+    const { execFile } = await import('node:child_process');
+    const { promisify } = await import('node:util');
+    const { mkdtemp, rm } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const dir = await mkdtemp(join(tmpdir(), 'seed-cluster-'));
+    try {
+      const { stdout } = await promisify(execFile)(process.execPath, ['bin/tallyhouse.js', 'seed', '--events', '100', '--org', '5eed0000-0000-4000-8000-00000000000a'], {
+        env: { ...process.env, DATA_DIR: dir, TALLYHOUSE_EMBEDDED_SHARDS: '2', TALLYHOUSE_DEMO: '0', LOG_LEVEL: 'warn' },
+      });
+      expect(stdout).to.match(/^seeded 100 events of \d+ users/m);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

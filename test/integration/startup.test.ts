@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,7 +60,9 @@ describe('start-up failures: one clear line, non-zero exit', function () {
       ['port in use', { DATA_DIR: tmpData(), PORT: String(portOf(busy)) }, new RegExp(`^tallyhouse: PORT=${portOf(busy)} is already in use on HOST=127.0.0.1`)],
       ['bad host (no such name)', { DATA_DIR: tmpData(), PORT: '0', HOST: 'no-such-host.invalid' }, /^tallyhouse: HOST=no-such-host.invalid is not an address of this machine/],
       ['bad host (not ours)', { DATA_DIR: tmpData(), PORT: '0', HOST: '192.0.2.1' }, /^tallyhouse: HOST=192.0.2.1 is not an address of this machine/],
-      ['ClickHouse unreachable', { PORT: '0', CLICKHOUSE_URL: `http://127.0.0.1:${closedPort}`, CLICKHOUSE_CONNECT_TIMEOUT_MS: '500' }, new RegExp(`^tallyhouse: CLICKHOUSE_URL=http://127.0.0.1:${closedPort} is unreachable: .*CLICKHOUSE_CONNECT_TIMEOUT_MS=500`)],
+      ['ClickHouse unreachable', { PORT: '0', CLICKHOUSE_URL: `http://127.0.0.1:${closedPort}`, CLICKHOUSE_CONNECT_TIMEOUT_MS: '500' }, new RegExp(`^tallyhouse: CLICKHOUSE_URL=http://127.0.0.1:${closedPort} is unreachable: .*within 500 ms \\(.*ECONNREFUSED.*CLICKHOUSE_CONNECT_TIMEOUT_MS=500`)],
+      // A cluster (CLICKHOUSE_CLUSTER) waits for CLICKHOUSE_URL as long as a single server does.
+      ['ClickHouse cluster unreachable', { PORT: '0', CLICKHOUSE_URL: `http://127.0.0.1:${closedPort}`, CLICKHOUSE_CLUSTER: 'tallyhouse', CLICKHOUSE_CONNECT_TIMEOUT_MS: '500' }, new RegExp(`^tallyhouse: CLICKHOUSE_URL=http://127.0.0.1:${closedPort} is unreachable: .*within 500 ms \\(.*ECONNREFUSED.*CLICKHOUSE_CONNECT_TIMEOUT_MS=500`)],
       ['engine library missing', { DATA_DIR: tmpData(), PORT: '0', CHDB_LIBCHDB_PATH: '/nonexistent/libchdb.so' }, /^tallyhouse: the embedded ClickHouse engine library was not found .*CHDB_LIBCHDB_PATH/],
     ];
     const results = await Promise.all(cases.map(([, env]) => serveFails(env)));
@@ -72,6 +74,40 @@ describe('start-up failures: one clear line, non-zero exit', function () {
     });
     // Nothing started: no engine left a file behind in the data directories.
     for (const d of dirs) expect(readdirSync(d).filter((f) => f === 'engine.json'), d).to.deep.equal([]);
+  });
+
+  it('a DATA_DIR and a TALLYHOUSE_EMBEDDED_SHARDS that do not match: one line naming both, exit 1, no engine started beside the data (serve and the CLI)', async () => {
+    // What an embedded cluster of 2 shards leaves in DATA_DIR (cluster.ts), and what a single engine leaves.
+    const cluster = tmpData();
+    writeFileSync(join(cluster, 'cluster.json'), JSON.stringify({ shards: 2, tcp_ports: [1, 2] }));
+    mkdirSync(join(cluster, 'shard-1'));
+    mkdirSync(join(cluster, 'shard-2'));
+    const single = tmpData();
+    mkdirSync(join(single, 'clickhouse'));
+    const cases: Array<[string, string[], Record<string, string>, RegExp]> = [
+      ['serve on a cluster without the variable', ['serve'], { DATA_DIR: cluster, PORT: '0' }, /^tallyhouse: DATA_DIR=\S+ holds an embedded cluster of 2 shards \(cluster\.json\) but TALLYHOUSE_EMBEDDED_SHARDS=1; set TALLYHOUSE_EMBEDDED_SHARDS=2 /],
+      ['token list on a cluster without the variable', ['token', 'list'], { DATA_DIR: cluster }, /^tallyhouse: DATA_DIR=\S+ holds an embedded cluster of 2 shards .*set TALLYHOUSE_EMBEDDED_SHARDS=2 /],
+      ['migrate on a cluster with another count', ['migrate'], { DATA_DIR: cluster, TALLYHOUSE_EMBEDDED_SHARDS: '3' }, /^tallyhouse: DATA_DIR=\S+ holds an embedded cluster of 2 shards .*TALLYHOUSE_EMBEDDED_SHARDS=3; set TALLYHOUSE_EMBEDDED_SHARDS=2 /],
+      ['serve on a single engine\'s data with the variable', ['serve'], { DATA_DIR: single, PORT: '0', TALLYHOUSE_EMBEDDED_SHARDS: '2' }, /^tallyhouse: DATA_DIR=\S+ holds the data of a single embedded engine but TALLYHOUSE_EMBEDDED_SHARDS=2; unset TALLYHOUSE_EMBEDDED_SHARDS /],
+    ];
+    const results = await Promise.all(
+      cases.map(([, args, env]) =>
+        run(process.execPath, [BIN, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', TALLYHOUSE_EMBEDDED_SHARDS: '', ...env }, timeout: 90_000 }).then(
+          () => ({ code: 0, stderr: '' }),
+          (e: { code: number; stderr: string }) => e,
+        ),
+      ),
+    );
+    results.forEach((r, i) => {
+      const [what, , , message] = cases[i];
+      expect(r.code, what).to.equal(1);
+      expect(r.stderr.trimEnd().split('\n'), `${what}: one line`).to.have.length(1);
+      expect(r.stderr, what).to.match(message);
+    });
+    // Nothing started beside the data: no engine of the other kind, no migrations applied to one.
+    expect(readdirSync(cluster).sort()).to.deep.equal(['cluster.json', 'shard-1', 'shard-2']);
+    expect(readdirSync(join(cluster, 'shard-1'))).to.deep.equal([]);
+    expect(readdirSync(single).sort()).to.deep.equal(['clickhouse']);
   });
 });
 

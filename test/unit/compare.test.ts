@@ -79,3 +79,34 @@ describe('compare: comparison ranges and their aligned series', () => {
     ), { numRuns: 300 });
   });
 });
+
+describe('compare: month series keep whole months', () => {
+  const months = (s: string, e: string, n: number) => {
+    const main = { start: us(s), end: us(e) };
+    return { main, plan: planHistogram(main.start, main.end, 'month', n) };
+  };
+  const range = (c: { range: { start: bigint; end: bigint } }) => [iso(c.range.start), iso(c.range.end)];
+
+  it('previous_period of a whole month is the whole month before, however long each is', () => {
+    for (const [s, e, ps, pe] of [
+      ['2024-02-01T00:00:00Z', '2024-02-29T23:59:59Z', '2024-01-01T00:00:00.000Z', '2024-01-31T23:59:59.000Z'],
+      ['2024-04-01T00:00:00Z', '2024-04-30T23:59:59.999Z', '2024-03-01T00:00:00.000Z', '2024-03-31T23:59:59.999Z'],
+      ['2023-03-01T00:00:00Z', '2023-03-31T23:59:59Z', '2023-02-01T00:00:00.000Z', '2023-02-28T23:59:59.000Z'],
+      // Month to date: the same days of the month before.
+      ['2024-03-01T00:00:00Z', '2024-03-15T23:59:59Z', '2024-02-01T00:00:00.000Z', '2024-02-15T23:59:59.000Z'],
+    ]) {
+      const { main, plan } = months(s, e, 1);
+      expect(range(planComparisons('previous_period', main, [plan])[0]), s).to.deep.equal([ps, pe]);
+    }
+    const { main, plan } = months('2024-05-01T00:00:00Z', '2024-06-30T23:59:59Z', 2);
+    expect(range(planComparisons('previous_period', main, [plan])[0])).to.deep.equal(['2024-03-01T00:00:00.000Z', '2024-04-30T23:59:59.000Z']);
+  });
+
+  it('previous_year of a whole February holds Feb 29 of a leap year', () => {
+    const { main, plan } = months('2025-02-01T00:00:00Z', '2025-02-28T23:59:59Z', 1);
+    expect(range(planComparisons('previous_year', main, [plan])[0])).to.deep.equal(['2024-02-01T00:00:00.000Z', '2024-02-29T23:59:59.000Z']);
+    // Day buckets and plain ranges stay date for date (the 28 buckets bound it anyway).
+    const day = { start: us('2025-02-28T00:00:00Z'), end: us('2025-02-28T23:59:59Z') };
+    expect(range(planComparisons('previous_year', day, [undefined])[0])).to.deep.equal(['2024-02-28T00:00:00.000Z', '2024-02-28T23:59:59.000Z']);
+  });
+});

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import {
-  Z95, countDifference, meanDifference, meanInterval, momentsOf, npsDifference, npsInterval, proportionDifference, round, t95, wilsonInterval,
+  Z95, countDifference, meanDifference, meanInterval, momentsOf, npsDifference, npsInterval, proportionDifference, round, roundedRatio, t95, wilsonInterval,
 } from '../../src/metrics/statistics.ts';
 
 const close = (actual: number, expected: number, tol = 5e-5) => expect(Math.abs(actual - expected), `${actual} vs ${expected}`).to.be.below(tol);
@@ -91,6 +91,19 @@ describe('statistics: intervals and two-sample tests', () => {
     expect(d.significant).to.equal(true);
     expect(countDifference(12, 10).significant).to.equal(false);
     expect(countDifference(0, 0)).to.deep.equal({ delta: 0, ci95: [0, 0], significant: false });
+  });
+
+  it('roundedRatio: num / den to the decimals, half away from zero, exactly (no float drift)', () => {
+    expect(roundedRatio(57, 800, 4)).to.equal(0.0713); // round(57 / 800, 4) is 0.0712
+    expect(roundedRatio(-1, 8, 2)).to.equal(-0.13);
+    expect(Object.is(roundedRatio(0, 3, 4), 0)).to.equal(true);
+    fc.assert(fc.property(fc.integer({ min: 1, max: 1_000_000 }), fc.nat(1_000_000), (den, k) => {
+      const num = k % (den + 1);
+      // The decimal expansion of num / den to 5 places, rounded half up by hand.
+      const scaled5 = (BigInt(num) * 100_000n) / BigInt(den);
+      const q = scaled5 / 10n + (scaled5 % 10n >= 5n ? 1n : 0n);
+      expect(roundedRatio(num, den, 4)).to.equal(Number(q) / 10_000);
+    }), { numRuns: 2000 });
   });
 
   it('round: half away from zero, never -0', () => {

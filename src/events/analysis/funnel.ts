@@ -8,6 +8,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { maxChars } from '../../chars.ts';
+import { roundedRatio } from '../../metrics/statistics.ts';
 import { jsonObject } from '../../validation.ts';
 import { FUNNEL_ORDERS, compileFunnel, type FunnelBreakdown, type FunnelOrder, type FunnelQuery, type FunnelRow } from './funnel-sql.ts';
 import { PERIOD_NAMES, analysisSelectionEntries, answerAnalysis, periodStartText, stepSchema, type AnalysisSelection } from './steps.ts';
@@ -23,7 +24,11 @@ export const MAX_PERIOD_BUCKETS = 1000;
 const windowMessage = `window_seconds must be an integer from 1 to ${MAX_WINDOW_SECONDS} (90 days)`;
 
 const strictBreakdown = (issue: v.StrictObjectIssue) =>
-  issue.expected === 'never' ? `unknown field ${issue.received}; a breakdown accepts field and property_key, or field and interval` : 'breakdown must be a JSON object';
+  issue.expected === 'never'
+    ? `unknown field ${issue.received}; a breakdown accepts field and property_key, or field and interval`
+    : issue.received === 'undefined' && issue.path?.length
+      ? `${String(issue.path[issue.path.length - 1].key)} is required`
+      : 'breakdown must be a JSON object';
 const breakdownSchema = v.variant('field', [
   v.pipe(
     v.strictObject({ field: v.literal('property'), property_key: v.pipe(v.string('property_key must be a string'), v.minLength(1, 'property_key must not be empty'), maxChars(255, 'property_key is at most 255 characters')) }, strictBreakdown),
@@ -84,8 +89,8 @@ export function funnelQueryOf(orgId: string, body: FunnelBody): FunnelQuery {
   };
 }
 
-/** A ratio rounded to 4 decimals; null when there is nothing to divide by. */
-export const ratio = (n: number, d: number): number | null => (d === 0 ? null : Math.round((n / d) * 10_000) / 10_000);
+/** A ratio rounded to 4 decimals, half away from zero (exact, in integers); null when there is nothing to divide by. */
+export const ratio = (n: number, d: number): number | null => (d === 0 ? null : roundedRatio(n, d, 4));
 /** Milliseconds -> seconds, to the millisecond. */
 const seconds = (ms: number) => Math.round(ms) / 1000;
 
