@@ -2,38 +2,19 @@ import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { connectDatabase, type Database } from '../../src/clickhouse/connection.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
 import { mintToken, type Scope } from '../../src/tokens/tokens.ts';
 import { request, startTestService, type TestResponse, type TestService } from './harness.ts';
+import { freePort, shardOf as clusterShardOf, startClusterInstance, type ClusterInstance as Instance } from './cluster-instances.ts';
 import { stopProcess, track } from './processes.ts';
 import { REDIS_SERVER, requireProgram } from './programs.ts';
 import { rng } from './random.ts';
 
-const BIN = fileURLToPath(new URL('../../bin/tallyhouse.js', import.meta.url));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-interface Instance {
-  url: string;
-  proc: ChildProcess;
-  output: () => string;
-}
 
 /**
  * Issue 12: a 2-shard embedded cluster (TALLYHOUSE_EMBEDDED_SHARDS=2), Redis, and two service
@@ -68,42 +49,8 @@ describe('cluster: 2 embedded shards, 2 service instances, Redis', function () {
     redis.on('error', (err) => console.error(`redis-server: ${err.message}`));
   };
 
-  // The port is free when freePort answers, but an outgoing connection can take it as its local
-  // port before the instance binds it: then start again on another one.
-  const startInstance = async (attempts = 3): Promise<Instance> => {
-    try {
-      return await startInstanceOnce();
-    } catch (err) {
-      if (attempts > 1 && /already in use/.test(String(err))) return startInstance(attempts - 1);
-      throw err;
-    }
-  };
-
-  const startInstanceOnce = async (): Promise<Instance> => {
-    const port = await freePort();
-    let out = '';
-    const proc = track(spawn(process.execPath, [BIN, 'serve'], { env: env(port), stdio: ['ignore', 'pipe', 'pipe'] }));
-    proc.stdout!.on('data', (d) => (out += d));
-    proc.stderr!.on('data', (d) => (out += d));
-    const url = `http://127.0.0.1:${port}`;
-    const deadline = Date.now() + 120_000;
-    // Ready, and the demo seeded (the second instance must find it, not seed it again).
-    while (!/Stop with Ctrl-C/.test(out)) {
-      if (Date.now() > deadline || proc.exitCode !== null) {
-        // Not left running when the set-up gives up on it: after() only stops started instances.
-        await stopProcess(proc);
-        throw new Error(`instance did not start: ${out.slice(-2000)}`);
-      }
-      await sleep(100);
-    }
-    return { url, proc, output: () => out };
-  };
-
-  /** Which shard (0-based) holds an organization: the Distributed sharding key, evaluated by the engine. */
-  const shardOf = async (org: string) => {
-    const rs = await db.client().query({ query: 'SELECT cityHash64(toUUID({o:String})) % 2 AS s', query_params: { o: org }, format: 'JSONEachRow' });
-    return Number((await rs.json<{ s: number }>())[0].s);
-  };
+  const startInstance = () => startClusterInstance(env);
+  const shardOf = (org: string) => clusterShardOf(db, org);
   const orgOnShard = async (shard: number) => {
     for (;;) {
       const org = randomUUID();
