@@ -102,7 +102,7 @@ export interface ClaimTable {
  * the read really sees: a list of names read from system.parts first could name parts that a merge
  * replaced before the read started, and miss their rows.
  */
-const PART_TOP = "toUInt64(splitByChar('_', _part)[3])";
+export const PART_TOP = "toUInt64(splitByChar('_', _part)[3])";
 
 /**
  * The parts list read after every flush (`ownPartsOnly`, and the user numbers' `applyIfAlone`) is

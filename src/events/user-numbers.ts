@@ -60,7 +60,7 @@ import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { orgsCondition, TenantOrg } from '../clickhouse/tenant.ts';
 import { unavailable } from '../errors.ts';
-import { partsAbove } from '../claims/claims.ts';
+import { PART_TOP, partsAbove } from '../claims/claims.ts';
 import type { EventChunk } from './encode.ts';
 
 export const USER_NUMBERS_TABLE = 'event_user_numbers';
@@ -71,8 +71,6 @@ export const BYTES_PER_KNOWN_USER = 80;
 /** Rounds of proposals before a flush gives up (503): each lost round means another writer took the numbers first. */
 const MAX_ROUNDS = 8;
 
-/** The highest block number of a row's part (claims.ts PART_TOP): prunes parts wholly below a watermark. */
-const PART_TOP = "toUInt64(splitByChar('_', _part)[3])";
 
 /** A set of numbers, one bit each. */
 class NumberSet {

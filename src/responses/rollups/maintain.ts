@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { DT64, ParamBag } from '../../clickhouse/sql.ts';
 import { TenantOrg } from '../../clickhouse/tenant.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
-import { ORG_SENTINEL, sliceOf, sliceRanges, sliceStartSql, type HourSlice, type Span } from './slices.ts';
+import { ORG_SENTINEL, parentsOf, sliceRanges, sliceStartSql, type HourSlice, type Span } from './slices.ts';
 import { addMarks, takeBackAllMarks } from './pending.ts';
 
 /**
@@ -160,16 +160,6 @@ async function runChunked(client: ClickHouseClient, orgId: string, slices: reado
   }
 }
 
-/** The distinct slices of `span` holding these hour slices. */
-function parents(slices: readonly HourSlice[], span: Span): HourSlice[] {
-  const out = new Map<string, HourSlice>();
-  for (const s of slices) {
-    const parent = { surveyId: s.surveyId, hour: sliceOf(span, s.hour)[0] };
-    out.set(`${parent.surveyId}/${parent.hour}`, parent);
-  }
-  return [...out.values()];
-}
-
 /**
  * Recomputes these hour slices and the days and months that hold them, from the stored responses:
  * after it returns, the rollup holds what survey_responses FINAL held when it started. The entry
@@ -180,8 +170,8 @@ function parents(slices: readonly HourSlice[], span: Span): HourSlice[] {
 export async function recomputeSlices(client: ClickHouseClient, orgId: string, slices: readonly HourSlice[], queryIdPrefix?: string): Promise<void> {
   if (slices.length === 0) return;
   await runChunked(client, orgId, slices, 'hour', recomputeHoursSql, queryIdPrefix);
-  await runChunked(client, orgId, parents(slices, 'day'), 'day', (org, ranges) => recomputeFromBelowSql(org, 'day', ranges), queryIdPrefix);
-  await runChunked(client, orgId, parents(slices, 'month'), 'month', (org, ranges) => recomputeFromBelowSql(org, 'month', ranges), queryIdPrefix);
+  await runChunked(client, orgId, parentsOf(slices, 'day'), 'day', (org, ranges) => recomputeFromBelowSql(org, 'day', ranges), queryIdPrefix);
+  await runChunked(client, orgId, parentsOf(slices, 'month'), 'month', (org, ranges) => recomputeFromBelowSql(org, 'month', ranges), queryIdPrefix);
 }
 
 /** The hour slices of the org in [from, to), found in the responses or in the rollup (a slice may have emptied). */

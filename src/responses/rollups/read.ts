@@ -31,7 +31,7 @@ import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';
 import type { Pending } from './pending.ts';
 
 export { runWithPending, type Pending } from './pending.ts';
-import { MICROS_PER_DAY, MICROS_PER_HOUR, ceilMonth, ceilTo, floorMonth, floorTo, sliceOf, sliceStartSql, type HourSlice, type Span } from './slices.ts';
+import { MICROS_PER_DAY, MICROS_PER_HOUR, ceilMonth, ceilTo, floorMonth, floorTo, parentsOf, sliceStartSql, type HourSlice, type Span } from './slices.ts';
 
 export interface ReadOptions {
   /** false: read survey_responses only (the reference the property tests compare the rollup with). */
@@ -119,15 +119,6 @@ export function rollupCover(range: ResponseSelection['range'], pending: Pending,
     hourFrom, hourTo, days, dayFrom, dayTo, months, monthFrom, monthTo,
     pending: pending.slices, pendingDays: parentsOf(pending.slices, 'day'), pendingMonths: parentsOf(pending.slices, 'month'),
   };
-}
-
-function parentsOf(slices: readonly HourSlice[], span: Span): HourSlice[] {
-  const out = new Map<string, HourSlice>();
-  for (const s of slices) {
-    const p = { surveyId: s.surveyId, hour: sliceOf(span, s.hour)[0] };
-    out.set(`${p.surveyId}/${p.hour}`, p);
-  }
-  return [...out.values()];
 }
 
 const dt = (bag: ParamBag, t: bigint) => bag.add(formatDbMicros(t), DT64);

@@ -103,3 +103,13 @@ export function sliceRanges(span: Span, starts: readonly bigint[]): [bigint, big
   }
   return out;
 }
+
+/** The distinct slices of `span` holding these hour slices (the days and months a change of those hours touches). */
+export function parentsOf(slices: readonly HourSlice[], span: Span): HourSlice[] {
+  const out = new Map<string, HourSlice>();
+  for (const s of slices) {
+    const parent = { surveyId: s.surveyId, hour: sliceOf(span, s.hour)[0] };
+    out.set(`${parent.surveyId}/${parent.hour}`, parent);
+  }
+  return [...out.values()];
+}
