@@ -72,23 +72,14 @@ export async function queryRows<T>(client: ClickHouseClient, q: CompiledQuery, s
   return rs.json<T>();
 }
 
-/** Runs a compiled dashboard query through the polling cache, with `settings` plus the cache settings. */
-export function runDashboardQuery<T>(client: ClickHouseClient, q: CompiledQuery, settings: ClickHouseSettings): Promise<T[]> {
-  return pollingCached(client, `${q.sql}\u0000${JSON.stringify(q.params)}`, () => queryRows<T>(client, q, { ...settings, ...DASHBOARD_QUERY_CACHE_SETTINGS }));
-}
-
 /**
  * The result of `compute` for `key`, shared by every call with that key within POLL_WINDOW_MS of
  * the run that started it. A read made of several queries (the pending marks, the histogram
  * bounds, then the query they shape) is cached as a whole under a key naming the request: caching
  * its queries one by one could join a 3 s old pending list to fresh rollup rows, an answer that
- * was never true at any instant.
+ * was never true at any instant. `at`: the instant the shared run started (the answer's data
+ * watermark).
  */
-export function pollingCached<T>(client: ClickHouseClient, key: string, compute: () => Promise<T[]>): Promise<T[]> {
-  return pollingCachedEntry(client, key, compute).rows;
-}
-
-/** pollingCached, with the instant the shared run started: the answer's data watermark. */
 export function pollingCachedEntry<T>(client: ClickHouseClient, key: string, compute: () => Promise<T[]>): { rows: Promise<T[]>; at: number } {
   const cache = cacheOf(client);
   const hit = cache.get(key);
