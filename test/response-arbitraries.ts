@@ -95,7 +95,9 @@ function mutate(target: Record<string, unknown>, path: string, value: unknown): 
   if (typeof at !== 'object' || at === null) return;
   const last = keys[keys.length - 1];
   if (value === undefined) delete (at as Record<string, unknown>)[last];
-  else (at as Record<string, unknown>)[last] = value;
+  // A copy: the junk values are shared constants, and a later mutation of this record writes
+  // into what it was given (one that put a junk object inside itself made a cyclic record).
+  else (at as Record<string, unknown>)[last] = structuredClone(value);
 }
 
 export const batch = fc.array(fc.tuple(record, fc.oneof({ arbitrary: fc.constant([]), weight: 2 }, { arbitrary: fc.array(mutation, { minLength: 1, maxLength: 2 }), weight: 1 })), { minLength: 1, maxLength: 4 }).map((items) =>
