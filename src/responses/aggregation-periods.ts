@@ -1,6 +1,6 @@
 /**
  * The periods of one aggregation (the main range and its `compare` ranges): every period's query
- * side by side, each served by the rollups where it can be (aggregation.ts compileAggregation),
+ * side by side, each served by the rollups where it can be (aggregation-sql.ts compileAggregation),
  * the raw table otherwise, each carrying its own check of the pending marks (runWithPending).
  *
  * Why side by side and not one query: on this engine a rollup-served query's time is nearly all
@@ -10,7 +10,8 @@
 import type { RunQuery } from '../clickhouse/sql.ts';
 import type { HistogramPlan } from '../query/histogram.ts';
 import { checkDenseBuckets } from '../query/ranked-buckets.ts';
-import { groupedRows, type AggregationOptions, type AggregationRow } from './aggregation.ts';
+import { groupedRows, type AggregationOptions } from './aggregation.ts';
+import type { AggregationRow } from './aggregation-sql.ts';
 import type { ResponseSelection } from './compile.ts';
 import type { GroupByRule } from './group-by.ts';
 

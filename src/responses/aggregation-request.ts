@@ -19,9 +19,8 @@ import { planComparisons, type CompareSpec, type MicrosRange } from '../metrics/
 import { formatDbMicros, formatMicros, parseInstantMicros, type HistogramPlan } from '../query/histogram.ts';
 import { markReleases, releasesForSeries } from '../releases/marks.ts';
 import type { Release } from '../releases/schema.ts';
-import {
-  countsByPath, planLevels, runAggregation, shapeAggregation, type AggregationResult, type AggregationRow,
-} from './aggregation.ts';
+import { countsByPath, planLevels, runAggregation, shapeAggregation, type AggregationResult } from './aggregation.ts';
+import type { AggregationRow } from './aggregation-sql.ts';
 import { runPeriods } from './aggregation-periods.ts';
 import type { ResponseSelection } from './compile.ts';
 import type { GroupByRule } from './group-by.ts';

@@ -107,7 +107,7 @@ export function levelKeySql(rule: GroupByRule, plan: HistogramPlan | undefined, 
     // Grouped by the column itself (the Enum8, the UUID, the LowCardinality), not by its text:
     // hashing a 1-byte enum or a 16-byte UUID is cheaper than converting every row to a String,
     // and JSONEachRow prints the enum's name and the UUID's text anyway (bench/query/README.md,
-    // "Figures behind the schema and the code"). The ranking (aggregation.ts) orders ties by
+    // "Figures behind the schema and the code"). The ranking (query/ranked-buckets.ts) orders ties by
     // toString(key).
     case 'completion':
       return 'completion';

@@ -15,7 +15,7 @@ import { parseResponseBatch } from './record.ts';
 import { responseBatchSchema } from './record-schema.ts';
 import { searchResponses } from './search.ts';
 import { CSV_COLUMNS, exportResponses } from './export.ts';
-import { EXPORT_CONTENT_TYPE, exportFormatOf } from '../query/export.ts';
+import { exportAnswer, exportSuccess } from '../query/export.ts';
 import { RollupMaintainer } from './rollups/maintainer.ts';
 import { encodeRows } from './encode.ts';
 import { insertGroup } from './store.ts';
@@ -138,20 +138,11 @@ export function responsesFeature(deps: AppDeps): Feature {
         rateLimit: 'survey read',
         params: SURVEY_IDS,
         body: { schema: selectionSchema, limitBytes, whenEmpty: {}, example: { filters: [{ type: 'response', key: 'completion', operator: 'eq', value: 'fully_completed' }] } },
-        success: {
-          status: 200,
-          description: 'NDJSON (application/x-ndjson), or CSV (text/csv) when the Accept header asks for it',
-          contentType: 'application/x-ndjson',
-          schema: { type: 'string', description: 'One response record (as in search answers) per line' },
-          example: `${JSON.stringify(EXAMPLE_RECORD)}\n`,
-          alternatives: { 'text/csv': { schema: { type: 'string', description: `A header line (${CSV_COLUMNS.join(',')}), then one line per response` } } },
-        },
+        success: exportSuccess('response record (as in search answers)', `${JSON.stringify(EXAMPLE_RECORD)}\n`, CSV_COLUMNS, 'response'),
         errors: READ_ERRORS,
         handler: async ({ auth, body, params, headers, signal }) => {
-          const format = exportFormatOf(headers.accept);
-          const watermark = Date.now();
-          const stream = await exportResponses(client(), readScope(auth.orgId, params, body), format, signal);
-          return answer({ status: 200, body: stream, headers: { 'content-type': EXPORT_CONTENT_TYPE[format], ...watermarkHeader(watermark) } });
+          const watermark = watermarkHeader(Date.now());
+          return answer(await exportAnswer(headers.accept, (format) => exportResponses(client(), readScope(auth.orgId, params, body), format, signal), watermark));
         },
       }),
       defineRoute({

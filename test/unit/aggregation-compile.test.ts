@@ -1,17 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import {
-  MAX_RESPONSE_BUCKETS,
-  aggregationBodySchema,
-  compileAggregation,
-  docCountSql,
-  compileBounds,
-  fieldsNeedingBounds,
-  planLevels,
-  readBounds,
-  shapeAggregation,
-  type AggregationRow,
-} from '../../src/responses/aggregation.ts';
+import { MAX_RESPONSE_BUCKETS, aggregationBodySchema, planLevels, shapeAggregation } from '../../src/responses/aggregation.ts';
+import { compileAggregation, docCountSql, compileBounds, fieldsNeedingBounds, readBounds, type AggregationRow } from '../../src/responses/aggregation-sql.ts';
 import type { ResponseSelection } from '../../src/responses/compile.ts';
 import type { GroupByRule } from '../../src/responses/group-by.ts';
 import { parseInstantMicros, planHistogram } from '../../src/query/histogram.ts';

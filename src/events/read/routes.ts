@@ -2,7 +2,7 @@ import type { AppDeps } from '../../server/context.ts';
 import { answer, defineRoute, type Feature } from '../../server/route.ts';
 import { POLLED_HEADERS, watermarkHeader } from '../../server/conditional.ts';
 import { jsonObject } from '../../validation.ts';
-import { EXPORT_CONTENT_TYPE, exportFormatOf } from '../../query/export.ts';
+import { exportAnswer, exportSuccess } from '../../query/export.ts';
 import { EVENT_CSV_COLUMNS, exportEvents } from './export.ts';
 import { eventSelectionEntries } from './filters.ts';
 import { aggregateEvents, eventAggregationBodySchema } from './aggregation.ts';
@@ -68,20 +68,14 @@ export function eventReadsFeature(deps: AppDeps): Feature {
         scope: 'events:read',
         rateLimit: 'event read',
         body: { schema: eventExportBodySchema, limitBytes, whenEmpty: {}, example: { filters: [{ key: 'type', operator: 'eq', value: 'track' }] } },
-        success: {
-          status: 200,
-          description: 'NDJSON (application/x-ndjson), or CSV (text/csv) when the Accept header asks for it',
-          contentType: 'application/x-ndjson',
-          schema: { type: 'string', description: 'One event record (as in event search answers) per line' },
-          example: '{"event_id":"5f0c7a9e-2b1d-4c3e-8f6a-9b8c7d6e5f4a","type":"track","event_name":"opened","user_id":"0e8f6a4c-2d1b-5c9e-8a7f-6b5c4d3e2f1a","anonymous":true,"timestamp":"2026-11-01T10:00:00.000Z","received_at":"2026-11-01T10:00:00.120Z","properties":{}}\n',
-          alternatives: { 'text/csv': { schema: { type: 'string', description: `A header line (${EVENT_CSV_COLUMNS.join(',')}), then one line per event` } } },
-        },
+        success: exportSuccess(
+          'event record (as in event search answers)',
+          '{"event_id":"5f0c7a9e-2b1d-4c3e-8f6a-9b8c7d6e5f4a","type":"track","event_name":"opened","user_id":"0e8f6a4c-2d1b-5c9e-8a7f-6b5c4d3e2f1a","anonymous":true,"timestamp":"2026-11-01T10:00:00.000Z","received_at":"2026-11-01T10:00:00.120Z","properties":{}}\n',
+          EVENT_CSV_COLUMNS,
+          'event',
+        ),
         errors: READ_ERRORS,
-        handler: async ({ auth, body, headers, signal }) => {
-          const format = exportFormatOf(headers.accept);
-          const stream = await exportEvents(client(), eventSelectionOf(auth.orgId, body), format, signal);
-          return answer({ status: 200, body: stream, headers: { 'content-type': EXPORT_CONTENT_TYPE[format] } });
-        },
+        handler: async ({ auth, body, headers, signal }) => answer(await exportAnswer(headers.accept, (format) => exportEvents(client(), eventSelectionOf(auth.orgId, body), format, signal))),
       }),
       defineRoute({
         operationId: 'aggregateEvents',
