@@ -358,6 +358,13 @@ describe('Event funnels (HTTP) against the reference', function () {
     expect(missing.body.error.issues).to.deep.include({ path: 'breakdown.property_key', message: 'property_key is required' });
     const noInterval = await funnel(read, { steps: [step, step], breakdown: { field: 'timestamp' } });
     expect(noInterval.body.error.issues).to.deep.include({ path: 'breakdown.interval', message: 'interval is required' });
+    // An empty completion list is named in the service's words (it read "Invalid length: Expected
+    // >=1 but received 0"); a value given twice is the same cohort, not a 400 (it read "Expected <=3").
+    const noCompletion = await funnel(read, { steps: [step, step], cohort: { completion: [] } });
+    expect(noCompletion.body.error.issues).to.deep.equal([{ path: 'cohort.completion', message: 'completion must not be an empty list (leave it out for any completion)' }]);
+    const twice = await funnel(read, { steps: [step, step], cohort: { completion: ['fully_completed', 'not_started', 'fully_completed', 'not_started'] } });
+    expect(twice.status, JSON.stringify(twice.body)).to.equal(200);
+    expect(twice.body.steps).to.deep.equal((await funnel(read, { steps: [step, step], cohort: { completion: ['not_started', 'fully_completed'] } })).body.steps);
   });
 });
 

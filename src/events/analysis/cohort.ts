@@ -149,7 +149,12 @@ const surveyIdsSchema = v.pipe(
 const completionSchema = v.union(
   [
     v.picklist(COMPLETION_VALUES),
-    v.pipe(v.array(v.picklist(COMPLETION_VALUES)), v.minLength(1), v.maxLength(COMPLETION_VALUES.length)),
+    // A value given twice is the same condition (deduplicated below), not a 400.
+    v.pipe(
+      v.array(v.picklist(COMPLETION_VALUES)),
+      v.minLength(1, 'completion must not be an empty list (leave it out for any completion)'),
+      v.maxLength(MAX_FILTER_VALUES, `completion lists at most ${MAX_FILTER_VALUES} values`),
+    ),
   ],
   `completion must be one of ${COMPLETION_VALUES.join(', ')}, or a list of them`,
 );
