@@ -35,10 +35,15 @@ export async function deleteWhere(db: Database, table: TenantTable, orgId: strin
   await Promise.all(db.cluster.nodes().map((n) => n.client.command({ query: `DELETE FROM ${localName(table)} WHERE ${where}`, query_params: params, clickhouse_settings: DELETE_SETTINGS })));
 }
 
-/** Rewrites the parts that hold deleted rows without them (the physical purge). */
-export async function purgeDeleted(db: Database, table: string): Promise<void> {
+/**
+ * Rewrites the parts that hold deleted rows without them (the physical purge). `wait`: return only
+ * once every replica has rewritten them (mutations_sync = 2), for a caller whose answer depends on
+ * it; otherwise the mutation is queued and runs in the background.
+ */
+export async function purgeDeleted(db: Database, table: string, opts: { wait?: boolean } = {}): Promise<void> {
   const clients = db.cluster && !db.cluster.layout.onCluster ? db.cluster.nodes().map((n) => n.client) : [db.client()];
   const name = db.cluster ? localName(table) : table;
   const on = db.cluster?.layout.onCluster ? ` ON CLUSTER ${db.cluster.layout.cluster}` : '';
-  await Promise.all(clients.map((c) => c.command({ query: `ALTER TABLE ${name}${on} APPLY DELETED MASK` })));
+  const settings: ClickHouseSettings = opts.wait ? { mutations_sync: '2' } : {};
+  await Promise.all(clients.map((c) => c.command({ query: `ALTER TABLE ${name}${on} APPLY DELETED MASK`, clickhouse_settings: settings })));
 }

@@ -1,13 +1,14 @@
 /**
  * DELETE /1.0/user/<user_alias>: the user's events, properties and group memberships, by
  * lightweight DELETE (src/clickhouse/delete.ts): gone from every read (event search and
- * aggregation, the user profile) when the 202 is sent, removed from disk when their parts merge.
+ * aggregation, the user profile) when the 202 is sent; the events are removed from disk before it
+ * (the parts holding them rewritten, below), the properties and memberships when their parts merge.
  * The user id is the name-based id the write path gives the alias (rows.ts), so the three tables
  * are found by their sorting key or the events' user_id bloom filter. Events sent for the alias
  * after the deletion are new events and are stored.
  */
 import type { Database } from '../clickhouse/connection.ts';
-import { deleteWhere } from '../clickhouse/delete.ts';
+import { deleteWhere, purgeDeleted } from '../clickhouse/delete.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { TenantOrg } from '../clickhouse/tenant.ts';
 import { forgetCachedAnswers } from '../query/request-cache.ts';
@@ -33,6 +34,12 @@ export async function deleteUser(db: Database, orgId: string, alias: string): Pr
   });
   const [{ n }] = await rs.json<{ n: string }>();
   for (const table of TABLES) await deleteWhere(db, table, orgId, (b) => `user_id = ${b.add(userId, 'UUID')}`);
+  // The masked rows stay in the events' normal projection (event_times, which the partial hours
+  // read: src/events/read/hours.ts): the engine does not rebuild a projection without WHERE on a
+  // lightweight DELETE, 'rebuild' mode or not (ClickHouse #111791, #104664; 26.7). Rewriting the
+  // parts that hold them rebuilds it, so counts over ranges inside hours drop the user at once too.
+  // The price: the parts holding the user's events are rewritten before the 202.
+  await purgeDeleted(db, 'events', { wait: true });
   // Before the 202: gone from every instance's cached reads (src/query/request-cache.ts).
   await forgetCachedAnswers(client);
   return Number(n);
