@@ -17,7 +17,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { insertEvents } from '../../src/events/routes.ts';
+import { insertEvents } from '../../src/events/ingest.ts';
 import { parseFlags, positiveInt } from '../lib/args.ts';
 import { REPO_ROOT } from '../lib/machine.ts';
 import { startService } from '../lib/service.ts';
