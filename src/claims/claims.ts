@@ -50,7 +50,7 @@
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { hash } from 'node:crypto';
-import { RowBinaryReader } from '../clickhouse/rowbinary.ts';
+import { forEachFixedRow, RowBinaryReader } from '../clickhouse/rowbinary.ts';
 import { committedAbove, freshPartsAbove, PART_TOP, topBlock } from './block-log.ts';
 import { localName } from '../clickhouse/cluster-ddl.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
@@ -343,21 +343,15 @@ export class ClaimView {
         query_params: q.toParams(),
         clickhouse_settings: { optimize_use_projections: 0 },
       });
-      let rest: Buffer = Buffer.alloc(0);
-      for await (const chunk of rs.stream as AsyncIterable<Buffer>) {
-        const buf = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
-        let at = 0;
-        for (; at + CLAIM_ROW_BYTES <= buf.length; at += CLAIM_ROW_BYTES) {
-          const known = this.filter.mayHold(buf, at + 8);
-          this.filter.add(buf, Number(buf.readBigInt64LE(at + 56)), at + 8);
-          if (!known) continue;
-          const row = new RowBinaryReader(buf);
-          row.at = at + 24;
-          const rowId = row.uuid();
-          result.others.push({ key: Buffer.from(buf.subarray(at + 8, at + 24)), rowId, scope: row.uuid(), block: buf.readBigUInt64LE(at), known });
-        }
-        rest = buf.subarray(at);
-      }
+      await forEachFixedRow(rs.stream as AsyncIterable<Buffer>, CLAIM_ROW_BYTES, (buf, at) => {
+        const known = this.filter.mayHold(buf, at + 8);
+        this.filter.add(buf, Number(buf.readBigInt64LE(at + 56)), at + 8);
+        if (!known) return;
+        const row = new RowBinaryReader(buf);
+        row.at = at + 24;
+        const rowId = row.uuid();
+        result.others.push({ key: Buffer.from(buf.subarray(at + 8, at + 24)), rowId, scope: row.uuid(), block: buf.readBigUInt64LE(at), known });
+      });
     }
     // Every part with a block number up to `top` was visible to the first read (numbers are given
     // at commit, in order), and the second read found every claim of those parts' blocks (rows
@@ -412,13 +406,7 @@ export class ClaimView {
       query: `SELECT ${s.key}, toUnixTimestamp64Milli(${s.claimedAt}) FROM ${s.table} WHERE ${conditions.join(' AND ')} FORMAT RowBinary`,
       query_params: p.toParams(),
     });
-    let rest: Buffer = Buffer.alloc(0);
-    for await (const chunk of rs.stream as AsyncIterable<Buffer>) {
-      const buf = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
-      let at = 0;
-      for (; at + 24 <= buf.length; at += 24) this.filter.add(buf, Number(buf.readBigInt64LE(at + 16)), at);
-      rest = buf.subarray(at);
-    }
+    await forEachFixedRow(rs.stream as AsyncIterable<Buffer>, 24, (buf, at) => this.filter.add(buf, Number(buf.readBigInt64LE(at + 16)), at));
   }
 
   private async claims(client: ClickHouseClient, query: string, p: ParamBag): Promise<StoredClaim[]> {

@@ -55,7 +55,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import { stringify as stringifyUuid } from 'uuid';
-import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
+import { forEachFixedRow, RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { orgsCondition, TenantOrg } from '../clickhouse/tenant.ts';
 import { unavailable } from '../errors.ts';
@@ -373,28 +373,22 @@ export class UserNumbers {
       clickhouse_settings: { optimize_use_projections: 0 },
     });
     let highest = 0n;
-    let rest: Buffer = Buffer.alloc(0);
     let current: OrgNumbers | undefined;
     let currentOrg = '';
-    for await (const chunk of rs.stream as AsyncIterable<Buffer>) {
-      const buf = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
-      let at = 0;
-      for (; at + 44 <= buf.length; at += 44) {
-        const orgKey = buf.toString('latin1', at, at + 16);
-        if (orgKey !== currentOrg) {
-          currentOrg = orgKey;
-          current = this.orgs.get(stringifyUuid(buf, at));
-        }
-        const block = buf.readBigUInt64LE(at + 36);
-        if (block > highest) highest = block;
-        if (!current || current.lookedUp || block <= current.mark || (loadedOnly && current.mark < 0n)) continue;
-        const before = current.users.size;
-        current.apply(buf.toString('latin1', at + 16, at + 32), buf.readUInt32LE(at + 32));
-        this.heldUsers += current.users.size - before;
-        tops.set(current, block);
+    await forEachFixedRow(rs.stream as AsyncIterable<Buffer>, 44, (buf, at) => {
+      const orgKey = buf.toString('latin1', at, at + 16);
+      if (orgKey !== currentOrg) {
+        currentOrg = orgKey;
+        current = this.orgs.get(stringifyUuid(buf, at));
       }
-      rest = buf.subarray(at);
-    }
+      const block = buf.readBigUInt64LE(at + 36);
+      if (block > highest) highest = block;
+      if (!current || current.lookedUp || block <= current.mark || (loadedOnly && current.mark < 0n)) return;
+      const before = current.users.size;
+      current.apply(buf.toString('latin1', at + 16, at + 32), buf.readUInt32LE(at + 32));
+      this.heldUsers += current.users.size - before;
+      tops.set(current, block);
+    });
     return highest;
   }
 
