@@ -4,7 +4,7 @@ import type { AppDeps } from '../server/context.ts';
 import { defineRoute, type Feature } from '../server/route.ts';
 import { releaseBodySchema, releaseListQuerySchema, releaseListSchema, releaseSchema } from './schema.ts';
 import { createRelease, listReleases } from './store.ts';
-import { IMPACT_DESCRIPTION, impactBodySchema, impactResultSchema, releaseImpact } from './impact.ts';
+import { IMPACT_DESCRIPTION, impactBodySchema, impactResultSchema, releaseImpact } from '../analysis/release-impact.ts';
 import { invalid } from '../errors.ts';
 import { UUID_PATTERN } from '../uuid.ts';
 

@@ -10,7 +10,8 @@
  */
 import { decodeOpaqueCursor, encodeOpaqueCursor, searchFingerprint } from '../query/cursor.ts';
 import { UUID_PATTERN } from '../uuid.ts';
-import type { ResponsePosition, ResponseSelection } from './compile.ts';
+import type { ResponseSelection } from './compile.ts';
+import type { ResponsePosition } from './search-sql.ts';
 
 /** Organization, surveys, filters and range (not size or offset). */
 const fingerprintOf = (selection: ResponseSelection) =>

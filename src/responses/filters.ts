@@ -1,6 +1,6 @@
 /**
  * Request body of the three survey-response queries (search, summary, aggregation), parsed into
- * a closed union of typed filter nodes. The compiler (compile.ts) only ever sees these nodes.
+ * a closed union of typed filter nodes. The compiler (filter-sql.ts) only ever sees these nodes.
  *
  * Operators accepted per key (a pair outside this table is a 400 naming the filter and listing
  * what the key accepts). Negative operators are the exact complement of their positive twin

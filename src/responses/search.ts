@@ -1,6 +1,8 @@
 /** SEARCH /1.0/survey/<survey_ids>/response: the count, then the page (routes.ts wires it). */
 import type { ClickHouseClient } from '@clickhouse/client';
-import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, QUERY_SETTINGS, windowStartsBefore, type ResponsePosition, type ResponseSelection, type SearchCountRow } from './compile.ts';
+import { QUERY_SETTINGS, type ResponseSelection } from './compile.ts';
+import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, type ResponsePosition, type SearchCountRow } from './search-sql.ts';
+import { windowStartsBefore } from '../query/page-windows.ts';
 import { filtersServable, groupsFromTotals } from './rollups/groups.ts';
 import { rollupCover, runWithPending, type ReadOptions, type RollupCover } from './rollups/read.ts';
 import type { NamedRead } from './rollups/pending.ts';
@@ -31,7 +33,7 @@ type PageRow = StoredColumns & { c: string; i: string };
 
 /**
  * The count first (with the window counts), then the page from the smallest window that holds it
- * (see compile.ts), unless a window read beside the count already holds it (earlyPage,
+ * (see search-sql.ts), unless a window read beside the count already holds it (earlyPage,
  * pagesBesideCount); the page query is skipped when there is nothing to show (`size` 0, or `offset`
  * past the total). Not one query with `count() OVER ()`: every matching row, doc included, would
  * travel to the window before LIMIT; nor the whole-range page beside the count, which sorts every

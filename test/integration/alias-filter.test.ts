@@ -7,7 +7,7 @@ import { writeWithLaterUpserts } from './upserts.ts';
 /**
  * The respondent alias filters read alias_text (schema/266: the aliases that are not a UUID's
  * text, joined into one string between NULs, a NUL inside an alias stored as 0xFF) for values no
- * UUID text can match, and every alias otherwise (compile.ts): the answers must be those
+ * UUID text can match, and every alias otherwise (filter-sql.ts): the answers must be those
  * of a case-insensitive substring test (contains) and an exact match (eq / in) over every alias of
  * the latest version of each response, whichever column answers. Random aliases (UUID texts in
  * both cases, emails, hex-looking names, non-ASCII letters, NULs, empty), random values (pieces of

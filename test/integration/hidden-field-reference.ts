@@ -1,5 +1,5 @@
 /**
- * The hidden-field matching rules, written independently of the compiler (src/responses/compile.ts),
+ * The hidden-field matching rules, written independently of the compiler (src/responses/filter-sql.ts),
  * as the integration tests' reference: a string entry matches by text, a number entry by value (a
  * numeric string counts), a bool entry by truth ("true"/"false" count).
  */

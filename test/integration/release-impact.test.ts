@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import * as v from 'valibot';
-import { impactResultSchema, impactWindows } from '../../src/releases/impact.ts';
+import { impactResultSchema, impactWindows } from '../../src/analysis/release-impact.ts';
 import { countDifference, proportionDifference } from '../../src/metrics/statistics.ts';
 import { startTestService, type TestService } from './harness.ts';
 import { isoMicros } from './random.ts';

@@ -1,7 +1,9 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
-import { compileSearchCount, QUERY_SETTINGS, selectionOf, wholeWeeksOf, weekPartitionId, windowStartsBefore } from '../../src/responses/compile.ts';
+import { QUERY_SETTINGS, selectionOf } from '../../src/responses/compile.ts';
+import { compileSearchCount, wholeWeeksOf, weekPartitionId } from '../../src/responses/search-sql.ts';
+import { windowStartsBefore } from '../../src/query/page-windows.ts';
 import { parseOrThrow } from '../../src/errors.ts';
 import { selectionSchema } from '../../src/responses/filters.ts';
 import { formatDbMicros, parseInstantMicros } from '../../src/time/iso.ts';
@@ -10,7 +12,7 @@ import { writeWithLaterUpserts } from './upserts.ts';
 
 /**
  * The search count of a range holding whole weeks counts those weeks by partition, without the
- * created_at test (compile.ts compileWeekSplitCount). It relies on survey_responses being
+ * created_at test (search-sql.ts compileWeekSplitCount). It relies on survey_responses being
  * partitioned by toMonday(created_at), whose partition id is the Monday as YYYYMMDD: the first
  * test fails if that changes. Then the count row (total, window counts, and `newest` where search.ts
  * reads it) must equal a plain count over the same rows with the range tested on every row, for

@@ -4,7 +4,7 @@ import { startTestService, type TestService } from './harness.ts';
 
 /**
  * The search page is read from the smallest window (1 hour, 1 day, 7, 30, 365 days before
- * min(range end, now)) that holds the newest `offset + size` matches (compile.ts). Responses spread
+ * min(range end, now)) that holds the newest `offset + size` matches (search-sql.ts). Responses spread
  * over all those windows, pages that fit in each window and pages that cross its start must equal
  * the newest-first list computed in JS.
  */

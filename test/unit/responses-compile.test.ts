@@ -4,7 +4,8 @@ import fc from 'fast-check';
 import * as v from 'valibot';
 import { ParamBag } from '../../src/clickhouse/sql.ts';
 import { DomainError, parseOrThrow } from '../../src/errors.ts';
-import { compileSelection, compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, weekPartitionId, wholeWeeksOf } from '../../src/responses/compile.ts';
+import { compileSelection } from '../../src/responses/compile.ts';
+import { compileSearchCount, compileSearchPage, pageWindowStart, pageWindowStarts, weekPartitionId, wholeWeeksOf } from '../../src/responses/search-sql.ts';
 import {
   HIDDEN_FIELD_OPERATORS, OPERATORS, RESPONSE_KEY_OPERATORS, parseSurveyIds, selectionEntries, selectionSchema, searchBodySchema,
   type FilterNode, type Operator,

@@ -24,7 +24,7 @@
 import { DT64, type ParamBag, type RunQuery } from '../../clickhouse/sql.ts';
 import { TenantOrg } from '../../clickhouse/tenant.ts';
 import type { ResponseSelection } from '../compile.ts';
-import { compileFilter } from '../compile.ts';
+import { compileFilter } from '../filter-sql.ts';
 import type { GroupByRule } from '../group-by.ts';
 import type { HistogramPlan } from '../../query/histogram.ts';
 import { formatDbMicros, parseInstantMicros } from '../../time/iso.ts';

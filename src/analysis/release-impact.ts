@@ -1,7 +1,7 @@
 /**
- * SEARCH /1.0/release/<id>/impact: what changed around a release. The N days after released_at
- * (default 14; cut at now, so a recent release compares the days it has had) against as many
- * days right before it:
+ * SEARCH /1.0/release/<id>/impact (its route: src/releases/routes.ts): what changed around a
+ * release. The N days after released_at (default 14; cut at now, so a recent release compares the
+ * days it has had) against as many days right before it:
  * - survey metrics (NPS, CSAT, CES, completion; src/responses/metrics.ts), overall and, with
  *   `survey_ids`, per survey: computed by the survey aggregation (rollup-served where it can), the
  *   change on `after` (after minus before, its 95% interval, significant);
@@ -33,8 +33,8 @@ import type { GroupByRule } from '../responses/group-by.ts';
 import { METRIC_NAMES, metricsResultSchema, shapeMetrics, type Metrics } from '../responses/metrics.ts';
 import type { Scope as TokenScope } from '../tokens/tokens.ts';
 import { jsonObject } from '../validation.ts';
-import { releaseSchema, type Release } from './schema.ts';
-import { findLatestRelease, findRelease } from './store.ts';
+import { releaseSchema, type Release } from '../releases/schema.ts';
+import { findLatestRelease, findRelease } from '../releases/store.ts';
 
 export const IMPACT_DESCRIPTION =
   'Compares the `days` (default 14, at most 90) after released_at, cut at now, with as many days right before it. Survey metrics (NPS, CSAT, CES, ' +
