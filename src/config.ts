@@ -34,7 +34,7 @@ export interface Config {
   };
   /** Embedded engines to start (TALLYHOUSE_EMBEDDED_SHARDS): 1 = one engine, N > 1 = an N-shard embedded cluster. */
   embeddedShards: number;
-  /** Shared state of several service instances (rate limits): REDIS_URL. */
+  /** Shared state of several service instances (rate limits, the request cache's deletion generation): REDIS_URL. */
   redisUrl: string | undefined;
   /** Whether the first start on an empty embedded data directory creates the demo organization. */
   demo: boolean;
@@ -195,7 +195,7 @@ export const CONFIG_KEYS: ReadonlyArray<[string, string, string]> = [
   ['CLICKHOUSE_REPLICATED', '0', 'cluster mode: 1 = Replicated* local tables ({shard}/{replica} macros)'],
   ['CLICKHOUSE_KEEPER_PATH', '/clickhouse/tables/{shard}/{database}/{table}', 'cluster mode: Keeper path of replicated tables'],
   ['TALLYHOUSE_EMBEDDED_SHARDS', '1', 'embedded engine only: N > 1 starts an N-shard embedded cluster in DATA_DIR (dev and tests)'],
-  ['REDIS_URL', '(unset)', 'Redis shared by several service instances: global per-token rate limits'],
+  ['REDIS_URL', '(unset)', 'Redis shared by several service instances: global per-token rate limits and the request cache\'s deletion generation'],
   ['CLICKHOUSE_CONNECT_TIMEOUT_MS', '5000', 'start-up gives up when CLICKHOUSE_URL does not answer within this'],
   ['DATA_DIR', './data', 'embedded engine data directory'],
   ['TALLYHOUSE_DEMO', '1', '0: no demo organization, tokens or data on the first start'],

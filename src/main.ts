@@ -29,6 +29,11 @@ async function serve(config: Config, log: Logger): Promise<void> {
   const applied = await migrate(db);
   if (applied.length) log.info({ msg: 'migrations applied', applied });
   const sharedLimits = config.redisUrl ? connectSharedLimits(config.redisUrl, log) : undefined;
+  // The request cache's deletion generation: shared by every instance through Redis, else this process's.
+  const { useDeletionGenerations, deletionGenerationWarning } = await import('./query/request-cache.ts');
+  if (sharedLimits) useDeletionGenerations(sharedLimits.generations);
+  const generationWarning = deletionGenerationWarning(db.mode(), sharedLimits !== undefined);
+  if (generationWarning) log.warn({ msg: generationWarning });
   const deps = { config, db, log, tokens: new TokenCache(config.tokenCacheTtlMs, config.tokenMaxConcurrentLookups), sharedLimits };
   const app = createApp(deps, features(deps));
   const port = await app.listen(config.port, config.host).catch((err) => {

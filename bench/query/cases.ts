@@ -15,7 +15,7 @@
  */
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { CompiledQuery, RunQuery } from '../../src/clickhouse/sql.ts';
-import { DASHBOARD_QUERY_CACHE_SETTINGS } from '../../src/clickhouse/result-cache.ts';
+import { DASHBOARD_QUERY_CACHE_SETTINGS } from '../../src/query/request-cache.ts';
 import { aggregationBodySchema, runAggregation } from '../../src/responses/aggregation.ts';
 import { QUERY_SETTINGS, selectionOf, type ResponseSelection } from '../../src/responses/compile.ts';
 import { selectionSchema, searchBodySchema, parseSurveyIds, type SelectionBody } from '../../src/responses/filters.ts';

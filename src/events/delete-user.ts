@@ -10,7 +10,7 @@ import type { Database } from '../clickhouse/connection.ts';
 import { deleteWhere } from '../clickhouse/delete.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { TenantOrg } from '../clickhouse/tenant.ts';
-import { forgetCachedAnswers } from '../clickhouse/result-cache.ts';
+import { forgetCachedAnswers } from '../query/request-cache.ts';
 import { userIdForAlias } from './rows.ts';
 import { READ_SETTINGS } from '../query/settings.ts';
 
@@ -33,6 +33,7 @@ export async function deleteUser(db: Database, orgId: string, alias: string): Pr
   });
   const [{ n }] = await rs.json<{ n: string }>();
   for (const table of TABLES) await deleteWhere(db, table, orgId, (b) => `user_id = ${b.add(userId, 'UUID')}`);
-  forgetCachedAnswers(client);
+  // Before the 202: gone from every instance's cached reads (src/query/request-cache.ts).
+  await forgetCachedAnswers(client);
   return Number(n);
 }

@@ -5,7 +5,7 @@
  * (src/releases/marks.ts), and the shaping that aligns the trees and adds each metric's change.
  *
  * The periods are read side by side, each query checking the pending marks beside it
- * (aggregation-periods.ts), and the whole request is cached as one entry (result-cache.ts), so an answer always comes from
+ * (aggregation-periods.ts), and the whole request is cached as one entry (src/query/request-cache.ts), so an answer always comes from
  * one run.
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';

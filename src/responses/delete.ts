@@ -9,7 +9,7 @@ import type { Database } from '../clickhouse/connection.ts';
 import { deleteWhere, purgeDeleted } from '../clickhouse/delete.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { TenantOrg } from '../clickhouse/tenant.ts';
-import { forgetCachedAnswers } from '../clickhouse/result-cache.ts';
+import { forgetCachedAnswers } from '../query/request-cache.ts';
 import type { Logger } from '../log.ts';
 import { formatDbMicros } from '../time/iso.ts';
 import { QUERY_SETTINGS } from './compile.ts';
@@ -60,9 +60,9 @@ export class ResponseDeleter {
       } finally {
         this.rollups.written(org, slices);
       }
-      // Deleted data vanishes at once from this process's cached answers, not after the polling
-      // window (another process's entries live out their window: result-cache.ts).
-      forgetCachedAnswers(client);
+      // Before the 202: no read that starts after it, on any instance, answers from data cached
+      // before the deletion (the deletion generation: src/query/request-cache.ts).
+      await forgetCachedAnswers(client);
       this.schedulePurge();
       return known.size;
     });

@@ -1,7 +1,7 @@
 /**
  * SEARCH /1.0/survey/<survey_ids>/response/summary: NPS / CSAT / CES, completion, end reasons,
  * languages and supports of the responses in selection, in ONE query (one pass over narrow columns,
- * see compileSummary), run through the polling cache (src/clickhouse/result-cache.ts).
+ * see compileSummary), run through the polling cache (src/query/request-cache.ts).
  *
  * Decisions (where the spec is silent):
  * - Scores come from answer entries (not responses): a response with two NPS answers counts twice.

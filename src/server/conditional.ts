@@ -7,7 +7,7 @@
  * saves the transfer and the client's work, and within the polling window the engine query too.
  */
 import { createHash } from 'node:crypto';
-import { POLL_WINDOW_MS } from '../clickhouse/result-cache.ts';
+import { POLL_WINDOW_MS } from '../query/request-cache.ts';
 
 export const POLL_MAX_AGE_SECONDS = Math.round(POLL_WINDOW_MS / 1000);
 

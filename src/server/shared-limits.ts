@@ -1,5 +1,7 @@
+import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Logger } from '../log.ts';
+import type { DeletionGenerations } from '../query/request-cache.ts';
 
 /**
  * Per-token rate limits shared by every service instance (REDIS_URL): one counter per (class,
@@ -31,8 +33,18 @@ export interface SharedLimits {
   /** Takes one from the (class, token) window: the requests left, negative when over; undefined when Redis failed. */
   take(name: string, key: string, perSecond: number): Promise<number | undefined>;
   state(): 'shared' | 'local (redis unreachable)';
+  /**
+   * The request cache's deletion generation (src/query/request-cache.ts), one key for every
+   * instance: a read GETs it (one round trip, within TAKE_TIMEOUT_MS), a deletion SETs a new
+   * random value. Random rather than INCR: a Redis that restarts empty never gives back a value an
+   * instance cached under. While Redis is unreachable, or before the key exists, `current` is
+   * undefined and the reads use no cache.
+   */
+  generations: DeletionGenerations;
   close(): Promise<void>;
 }
+
+const GENERATION_KEY = 'tallyhouse:cache-generation';
 
 export function connectSharedLimits(url: string, log: Logger): SharedLimits {
   const client = new Redis(url, {
@@ -73,7 +85,32 @@ export function connectSharedLimits(url: string, log: Logger): SharedLimits {
   const timer = setInterval(() => void check(), CHECK_INTERVAL_MS);
   timer.unref();
 
+  const generations: DeletionGenerations = {
+    where: 'redis',
+    current: async () => {
+      if (!up) return undefined;
+      try {
+        const value = await withTimeout(client.get(GENERATION_KEY), TAKE_TIMEOUT_MS);
+        if (value !== null) return value;
+        // The first read after Redis started empty: the next reads cache under a new value.
+        void client.set(GENERATION_KEY, randomUUID(), 'NX').catch(() => {});
+        return undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    renew: async () => {
+      try {
+        await withTimeout(client.set(GENERATION_KEY, randomUUID()), TAKE_TIMEOUT_MS);
+        return true;
+      } catch {
+        return false;
+      }
+    },
+  };
+
   return {
+    generations,
     state: () => (up ? 'shared' : 'local (redis unreachable)'),
     take: async (name, key, perSecond) => {
       if (!up) return undefined;

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { POLL_WINDOW_MS } from '../../src/clickhouse/result-cache.ts';
+import { POLL_WINDOW_MS } from '../../src/query/request-cache.ts';
 import { startTestService, type TestService } from './harness.ts';
 
 /**

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import fc from 'fast-check';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { RunQuery } from '../../src/clickhouse/sql.ts';
-import { queryRows } from '../../src/clickhouse/result-cache.ts';
+import { queryRows } from '../../src/query/request-cache.ts';
 import { formatDb, fromMillis } from '../../src/time/iso.ts';
 import { runEventAggregation, type EventGroupByRule } from '../../src/events/read/aggregation.ts';
 import type { EventSelection } from '../../src/events/read/source.ts';

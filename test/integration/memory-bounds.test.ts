@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { pollingCachedEntry, pollingCacheStats, POLL_WINDOW_MS, queryRows } from '../../src/clickhouse/result-cache.ts';
+import { pollingCachedEntry, pollingCacheStats, POLL_WINDOW_MS, queryRows } from '../../src/query/request-cache.ts';
 import { compiled, ParamBag } from '../../src/clickhouse/sql.ts';
 import { MAX_RESPONSE_BUCKETS } from '../../src/responses/aggregation.ts';
 import { MAX_CONCURRENT_LOOKUPS } from '../../src/tokens/cache.ts';

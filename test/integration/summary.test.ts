@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { POLL_WINDOW_MS } from '../../src/clickhouse/result-cache.ts';
+import { POLL_WINDOW_MS } from '../../src/query/request-cache.ts';
 import { randomUUID } from 'node:crypto';
 import { startTestService, type TestService } from './harness.ts';
 import { isoMicros, rng } from './random.ts';

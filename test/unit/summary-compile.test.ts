@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { ResponseSelection } from '../../src/responses/compile.ts';
 import { selectionSchema } from '../../src/responses/filters.ts';
-import { DASHBOARD_QUERY_CACHE_SETTINGS, POLL_WINDOW_MS } from '../../src/clickhouse/result-cache.ts';
+import { DASHBOARD_QUERY_CACHE_SETTINGS, POLL_WINDOW_MS } from '../../src/query/request-cache.ts';
 import { compileSummary, roundRatio, shapeSummary, type SummaryRow } from '../../src/responses/summary.ts';
 import { DomainError, parseOrThrow } from '../../src/errors.ts';
 import { checkedSql } from '../../src/responses/rollups/pending.ts';

@@ -19,7 +19,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import * as v from 'valibot';
 import { ParamBag, compiled } from '../../clickhouse/sql.ts';
-import { queryRows } from '../../clickhouse/result-cache.ts';
+import { queryRows } from '../../query/request-cache.ts';
 import { MAX_TERMS_BUCKETS } from '../../query/ranked-buckets.ts';
 import { aggregateEvents, eventAggregationAnswer, eventAggregationBodySchema, planEventLevels } from './aggregation.ts';
 import { EVENT_AGGREGATION_SETTINGS } from './settings.ts';
