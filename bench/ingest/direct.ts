@@ -1,7 +1,7 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { performance } from 'node:perf_hooks';
 import { encodeEventChunk } from '../../src/events/encode.ts';
-import { insertEvents } from '../../src/events/routes.ts';
+import { insertEvents } from '../../src/events/ingest.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
 import { PerSecond, summarize, type LatencySummary } from '../lib/stats.ts';
 

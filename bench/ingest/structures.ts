@@ -17,7 +17,7 @@ import type { ClickHouseClient } from '@clickhouse/client';
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
-import { insertEvents } from '../../src/events/routes.ts';
+import { insertEvents } from '../../src/events/ingest.ts';
 import { parseFlags, positiveInt } from '../lib/args.ts';
 import { REPO_ROOT } from '../lib/machine.ts';
 import { startService } from '../lib/service.ts';
@@ -85,6 +85,10 @@ const VARIANTS: Variant[] = [
   { name: 'ZSTD(1) for the ZSTD(3) text columns', edit: (s) => s.replace(/ZSTD\(3\)/g, 'ZSTD(1)') },
   { name: 'LZ4 for the ZSTD(3) text columns', edit: (s) => s.replace(/ CODEC\(ZSTD\(3\)\)/g, '') },
   { name: 'LZ4 for the ZSTD text columns (ZSTD(1) and (3))', edit: (s) => s.replace(/(String) CODEC\(ZSTD\([13]\)\)/g, '$1') },
+  // The two ZSTD columns schema/220 left (message_id: on every event of the closed loop; received_at).
+  { name: 'LZ4 for message_id', edit: (s) => s.replace(/(`?message_id`? String) CODEC\(ZSTD\(1\)\)/, '$1 CODEC(LZ4)') },
+  { name: 'LZ4 for message_id and received_at', edit: (s) => s.replace(/(`?message_id`? String) CODEC\(ZSTD\(1\)\)/, '$1 CODEC(LZ4)').replace(/(`?received_at`? DateTime64\(3, 'UTC'\)) CODEC\(ZSTD\(1\)\)/, '$1 CODEC(LZ4)') },
+  { name: 'LZ4 for message_id, T64 + LZ4 for received_at', edit: (s) => s.replace(/(`?message_id`? String) CODEC\(ZSTD\(1\)\)/, '$1 CODEC(LZ4)').replace(/(`?received_at`? DateTime64\(3, 'UTC'\)) CODEC\(ZSTD\(1\)\)/, '$1 CODEC(T64, LZ4)') },
   { name: '- sorting key (ORDER BY org_id, day)', edit: (s) => s.replace(/ORDER BY \(org_id, toDate\(timestamp\), type, event_name, user_id, timestamp\)/, 'ORDER BY (org_id, toDate(timestamp))') },
   { name: '+ property_values (schema/090: JSON MATERIALIZED from the text)', edit: addColumn(PROPERTY_VALUES_JSON) },
   { name: '+ event_user_weeks (schema/091)', edit: addProjection(USER_WEEKS) },

@@ -5,9 +5,8 @@
  *
  * The rule, one for all of them: a writer inserts its claim, then reads the claims of its keys
  * committed meanwhile; of several claims of one key, the one with the lowest `_block_number`
- * wins. On one (non-replicated) MergeTree table the engine numbers each INSERT's part when it
- * commits it, under its parts lock, atomically with making it visible, so block order is commit
- * order; `enable_block_number_column = 1` keeps the number on each row through merges. A writer
+ * wins. On one (non-replicated) MergeTree table block order is commit order (block-log.ts states
+ * why, and what breaks it). A writer
  * that reads after its own commit therefore sees every claim committed before its own: two
  * writers racing on one key (two service instances, a retry reaching another instance while the
  * first attempt is in flight) both end on the same winner, and the loser undoes its write before
@@ -51,7 +50,8 @@
  */
 import type { ClickHouseClient, ClickHouseSettings } from '@clickhouse/client';
 import { hash } from 'node:crypto';
-import { RowBinaryReader } from '../clickhouse/rowbinary.ts';
+import { forEachFixedRow, RowBinaryReader } from '../clickhouse/rowbinary.ts';
+import { committedAbove, freshPartsAbove, PART_TOP, topBlock } from './block-log.ts';
 import { localName } from '../clickhouse/cluster-ddl.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { orgsCondition, type TenantTable } from '../clickhouse/tenant.ts';
@@ -93,57 +93,6 @@ export interface ClaimTable {
   rowIdNamesWrite?: boolean;
   /** SQL: a UUID column that narrows a lookup (events: org_id, the sorting key's first column). */
   scope: string;
-}
-
-/**
- * The highest block number of a row's part, read from the part's name
- * (`<partition>_<min block>_<max block>_<level>[_<mutation>]`; no partition id of these tables holds
- * a '_'). A condition on it selects parts before any row is read, and it is the name of the part
- * the read really sees: a list of names read from system.parts first could name parts that a merge
- * replaced before the read started, and miss their rows.
- */
-export const PART_TOP = "toUInt64(splitByChar('_', _part)[3])";
-
-/**
- * The parts list read after every flush (`ownPartsOnly`, and the user numbers' `applyIfAlone`) is
- * planned with the older query analyzer: ~0.3-0.4 ms less engine CPU a read, the same rows
- * (bench/ingest/README.md, 2026-11-27).
- */
-export const PARTS_LIST_SETTINGS: ClickHouseSettings = { allow_experimental_analyzer: 0 };
-
-/**
- * The active parts of a table of the current database (`partsAbove` reads it; the values are
- * parameters): its columns as they are, with no condition on them. The engine builds every active
- * part's row before any WHERE on its columns, so the block condition is applied by the caller: a
- * condition on `max_block_number` and `toString` of the block numbers cost ~0.35 ms of engine
- * CPU a read more than the rows they leave out (bench/ingest/README.md, 2026-11-27 16:44).
- */
-const ACTIVE_PARTS = `SELECT partition_id, level, min_block_number, max_block_number FROM system.parts
-  WHERE database = currentDatabase() AND table = {t:String} AND active`;
-
-/** A row of `partsAbove`. */
-export interface PartRow {
-  partition: string;
-  level: number;
-  min: bigint;
-  max: bigint;
-}
-
-/**
- * The active parts of `table` (of the current database) whose highest block is above `from`: one
- * read of the parts list, one snapshot of it.
- */
-export async function partsAbove(client: ClickHouseClient, table: string, from: bigint): Promise<PartRow[]> {
-  const rs = await client.query({ query: ACTIVE_PARTS, query_params: { t: table }, format: 'TabSeparated', clickhouse_settings: PARTS_LIST_SETTINGS });
-  const text = await rs.text();
-  const parts: PartRow[] = [];
-  if (text === '') return parts;
-  for (const line of text.slice(0, -1).split('\n')) {
-    const [partition, level, min, max] = line.split('\t');
-    const top = BigInt(max);
-    if (top > from) parts.push({ partition, level: Number(level), min: BigInt(min), max: top });
-  }
-  return parts;
 }
 
 /** A claim row of `advance`'s RowBinary read: block UInt64, key FixedString(16), row id and scope UUIDs, time Int64. */
@@ -353,7 +302,7 @@ export class ClaimView {
    */
   async advance(client: ClickHouseClient, markers: readonly string[], from = this.mark, ownPartitions?: ReadonlySet<string>): Promise<AdvanceResult> {
     if (ownPartitions) {
-      const alone = await this.ownPartsOnly(client, from, ownPartitions);
+      const alone = await freshPartsAbove(client, this.source.table, from, { count: ownPartitions.size, partitions: ownPartitions });
       if (alone) {
         if (alone.top > this.mark) this.mark = alone.top;
         return { own: new Map(markers.map((m) => [m, alone.first])), others: [] };
@@ -366,7 +315,7 @@ export class ClaimView {
     const blocks = await this.json<[string, string, string[], string]>(
       client,
       `SELECT toString(_block_number), toString(max(${PART_TOP})), groupUniqArrayIf(toString(${s.rowId}), ${s.rowId} IN ${own}), toString(countIf(${s.isClaim}))
-       FROM ${s.table} WHERE ${PART_TOP} > ${w} AND _block_number > ${w} GROUP BY _block_number`,
+       FROM ${s.table} WHERE ${committedAbove(w)} GROUP BY _block_number`,
       p,
     );
     const result: AdvanceResult = { own: new Map(), others: [] };
@@ -394,21 +343,15 @@ export class ClaimView {
         query_params: q.toParams(),
         clickhouse_settings: { optimize_use_projections: 0 },
       });
-      let rest: Buffer = Buffer.alloc(0);
-      for await (const chunk of rs.stream as AsyncIterable<Buffer>) {
-        const buf = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
-        let at = 0;
-        for (; at + CLAIM_ROW_BYTES <= buf.length; at += CLAIM_ROW_BYTES) {
-          const known = this.filter.mayHold(buf, at + 8);
-          this.filter.add(buf, Number(buf.readBigInt64LE(at + 56)), at + 8);
-          if (!known) continue;
-          const row = new RowBinaryReader(buf);
-          row.at = at + 24;
-          const rowId = row.uuid();
-          result.others.push({ key: Buffer.from(buf.subarray(at + 8, at + 24)), rowId, scope: row.uuid(), block: buf.readBigUInt64LE(at), known });
-        }
-        rest = buf.subarray(at);
-      }
+      await forEachFixedRow(rs.stream as AsyncIterable<Buffer>, CLAIM_ROW_BYTES, (buf, at) => {
+        const known = this.filter.mayHold(buf, at + 8);
+        this.filter.add(buf, Number(buf.readBigInt64LE(at + 56)), at + 8);
+        if (!known) return;
+        const row = new RowBinaryReader(buf);
+        row.at = at + 24;
+        const rowId = row.uuid();
+        result.others.push({ key: Buffer.from(buf.subarray(at + 8, at + 24)), rowId, scope: row.uuid(), block: buf.readBigUInt64LE(at), known });
+      });
     }
     // Every part with a block number up to `top` was visible to the first read (numbers are given
     // at commit, in order), and the second read found every claim of those parts' blocks (rows
@@ -434,22 +377,6 @@ export class ClaimView {
     this.shardsOrdered = engines.length === 1 && engines[0][0] === 'MergeTree';
   }
 
-  /** `advance`'s parts-list case: the first and the last block when every part above `from` is the caller's. */
-  private async ownPartsOnly(client: ClickHouseClient, from: bigint, ownPartitions: ReadonlySet<string>): Promise<{ first: bigint; top: bigint } | undefined> {
-    const parts = await partsAbove(client, this.source.table, from);
-    if (parts.length !== ownPartitions.size) return undefined;
-    const seen = new Set<string>();
-    let first: bigint | undefined;
-    let top = from;
-    for (const { partition, level, min, max } of parts) {
-      if (level !== 0 || min !== max || !ownPartitions.has(partition) || seen.has(partition)) return undefined;
-      seen.add(partition);
-      if (first === undefined || max < first) first = max;
-      if (max > top) top = max;
-    }
-    return first === undefined ? undefined : { first, top };
-  }
-
   private async json<Row>(client: ClickHouseClient, query: string, p: ParamBag): Promise<Row[]> {
     // Block numbers and part names are in no projection: the engine need not try them.
     const rs = await client.query({ query, query_params: p.toParams(), format: 'JSONCompactEachRow', clickhouse_settings: { optimize_use_projections: 0 } });
@@ -459,8 +386,7 @@ export class ClaimView {
   private async load(client: ClickHouseClient): Promise<void> {
     const s = this.source;
     // The watermark first: every part committed up to it is visible to the read that follows.
-    const tops = await this.rows(client, `SELECT toString(max(max_block_number)) FROM system.parts WHERE database = currentDatabase() AND table = {t:String} AND active`, { t: s.table });
-    const top = BigInt(tops[0]?.[0] || '0');
+    const top = await topBlock(client, s.table);
     if (this.filtering) await this.loadKeys(client);
     if (top > this.mark) this.mark = top;
   }
@@ -480,13 +406,7 @@ export class ClaimView {
       query: `SELECT ${s.key}, toUnixTimestamp64Milli(${s.claimedAt}) FROM ${s.table} WHERE ${conditions.join(' AND ')} FORMAT RowBinary`,
       query_params: p.toParams(),
     });
-    let rest: Buffer = Buffer.alloc(0);
-    for await (const chunk of rs.stream as AsyncIterable<Buffer>) {
-      const buf = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
-      let at = 0;
-      for (; at + 24 <= buf.length; at += 24) this.filter.add(buf, Number(buf.readBigInt64LE(at + 16)), at);
-      rest = buf.subarray(at);
-    }
+    await forEachFixedRow(rs.stream as AsyncIterable<Buffer>, 24, (buf, at) => this.filter.add(buf, Number(buf.readBigInt64LE(at + 16)), at));
   }
 
   private async claims(client: ClickHouseClient, query: string, p: ParamBag): Promise<StoredClaim[]> {

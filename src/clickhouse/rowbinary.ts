@@ -303,6 +303,22 @@ function writeVarint(buf: Buffer, at: number, n: number): number {
   return at;
 }
 
+/**
+ * Reads a streamed RowBinary answer of fixed-width rows (`rowBytes` each, every column of a fixed
+ * width) row by row: `each(buf, at)` reads the row that starts at `at` of `buf`, which is valid
+ * only during the call (copy what is kept). A row cut across two chunks of the stream is joined
+ * first; whole rows are read in place.
+ */
+export async function forEachFixedRow(stream: AsyncIterable<Buffer>, rowBytes: number, each: (buf: Buffer, at: number) => void): Promise<void> {
+  let rest: Buffer = Buffer.alloc(0);
+  for await (const chunk of stream) {
+    const buf = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
+    let at = 0;
+    for (; at + rowBytes <= buf.length; at += rowBytes) each(buf, at);
+    rest = buf.subarray(at);
+  }
+}
+
 /** Reads back what RowBinaryWriter wrote (tests, and the bench's checks). */
 export class RowBinaryReader {
   at = 0;

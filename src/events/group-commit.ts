@@ -87,7 +87,7 @@ export class GroupCommitter<Chunk> {
    * insert function calls it when what is left of its work need not precede the next flush's
    * start, and orders its own steps against the next flush's itself (the event path: its INSERT
    * acknowledged, the next flush numbers its users while this one's claims are read; the next
-   * INSERT waits for them: routes.ts). Its requests are still answered only when it resolves.
+   * INSERT waits for them: ingest.ts). Its requests are still answered only when it resolves.
    */
   constructor(
     private readonly insert: (chunks: Chunk[], rows: number, handOff: () => void) => Promise<void>,

@@ -8,7 +8,7 @@
  *
  * The log. A claim is a row (org_id, user_id, num) of `event_user_numbers`, a MergeTree with
  * `enable_block_number_column`: as for every claim of src/claims/claims.ts, block order is commit
- * order, and every reader orders an organization's claims by (block, num). Read in that order, a
+ * order (src/claims/block-log.ts), and every reader orders an organization's claims by (block, num). Read in that order, a
  * claim is VALID when (1) it is the first claim of its number and (2) no earlier claim of its user
  * is valid. A user's number is its valid claim's. (1) gives a number to one user at most, (2) one
  * number to a user; validity depends only on earlier claims, so it never changes once decided, and
@@ -32,9 +32,8 @@
  * A claim whose events never get stored (a crash, a failed INSERT) only allocates its number. A
  * user deletion deletes events, never claims: the user keeps its number if it comes back.
  *
- * The map of an organization is loaded at its first new user (all its claims). Watermarks: block
- * numbers are given at commit, in order, so a read that sees a claim of block b sees every claim
- * committed before it, and the highest block read is a valid watermark of what it read. On one
+ * The map of an organization is loaded at its first new user (all its claims). Watermarks: the
+ * highest block a read saw is a valid watermark of what it read (block-log.ts). On one
  * table (not a cluster) the process keeps one watermark for every map it holds, read from the
  * parts list before the first map is loaded: every held map has every claim up to it. A round
  * whose INSERT is, in the parts list read after it, the only part above that watermark (level 0,
@@ -56,11 +55,11 @@
 import type { ClickHouseClient } from '@clickhouse/client';
 import { Readable } from 'node:stream';
 import { stringify as stringifyUuid } from 'uuid';
-import { RowBinaryWriter } from '../clickhouse/rowbinary.ts';
+import { forEachFixedRow, RowBinaryWriter } from '../clickhouse/rowbinary.ts';
 import { ParamBag } from '../clickhouse/sql.ts';
 import { orgsCondition, TenantOrg } from '../clickhouse/tenant.ts';
 import { unavailable } from '../errors.ts';
-import { PART_TOP, partsAbove } from '../claims/claims.ts';
+import { committedAbove, freshPartsAbove, topBlock } from '../claims/block-log.ts';
 import type { EventChunk } from './encode.ts';
 
 export const USER_NUMBERS_TABLE = 'event_user_numbers';
@@ -280,7 +279,7 @@ export class UserNumbers {
       if (this.options.clustered) await this.advanceNow(client, orgIds);
       else {
         // Before the first map is loaded: every map loaded after it has every claim up to it.
-        if (this.watermark < 0n) this.watermark = await this.topBlock(client);
+        if (this.watermark < 0n) this.watermark = await topBlock(client, USER_NUMBERS_TABLE);
         const first = orgIds.filter((o) => this.org(o).mark < 0n);
         if (first.length > 0) await this.advanceNow(client, first);
         if (round && first.length < orgIds.length) {
@@ -298,17 +297,6 @@ export class UserNumbers {
     return run;
   }
 
-  /** The highest block number of the claims table's active parts (0: none). */
-  private async topBlock(client: ClickHouseClient): Promise<bigint> {
-    const rs = await client.query({
-      query: 'SELECT toString(max(max_block_number)) AS b FROM system.parts WHERE database = currentDatabase() AND table = {t:String} AND active',
-      query_params: { t: USER_NUMBERS_TABLE },
-      format: 'JSONEachRow',
-    });
-    const [row] = await rs.json<{ b: string }>();
-    return BigInt(row?.b || '0');
-  }
-
   /**
    * The parts-list case of a round that started from the current watermark: when the only active
    * part above it is one fresh part (level 0, one block), that part is the round's own INSERT
@@ -316,9 +304,9 @@ export class UserNumbers {
    * proposals are all valid. They are applied in order and the watermark moves to its block.
    */
   private async applyIfAlone(client: ClickHouseClient, proposals: Proposals): Promise<boolean> {
-    const parts = await partsAbove(client, USER_NUMBERS_TABLE, this.watermark);
-    if (parts.length !== 1 || parts[0].level !== 0 || parts[0].min !== parts[0].max) return false;
-    const block = parts[0].max;
+    const alone = await freshPartsAbove(client, USER_NUMBERS_TABLE, this.watermark, { count: 1 });
+    if (!alone) return false;
+    const block = alone.top;
     for (const [orgId, mine] of proposals) {
       const org = this.org(orgId);
       if (org.lookedUp) continue;
@@ -340,7 +328,7 @@ export class UserNumbers {
     const p = new ParamBag();
     const w = p.add(this.watermark.toString(), 'UInt64');
     // A map not loaded yet is skipped: its first load reads all of its claims, in order.
-    const top = await this.readClaims(client, `${PART_TOP} > ${w} AND _block_number > ${w}`, p, 'ORDER BY _block_number, num', { loadedOnly: true });
+    const top = await this.readClaims(client, committedAbove(w), p, 'ORDER BY _block_number, num', { loadedOnly: true });
     if (top > this.watermark) this.watermark = top;
   }
 
@@ -351,7 +339,7 @@ export class UserNumbers {
     const conditions = [orgsCondition(USER_NUMBERS_TABLE, orgIds, p)];
     if (from >= 0n) {
       const w = p.add(from.toString(), 'UInt64');
-      conditions.push(`${PART_TOP} > ${w}`, `_block_number > ${w}`);
+      conditions.push(committedAbove(w));
     }
     // A first load reads every claim of the organization.
     const top = new Map<OrgNumbers, bigint>();
@@ -385,28 +373,22 @@ export class UserNumbers {
       clickhouse_settings: { optimize_use_projections: 0 },
     });
     let highest = 0n;
-    let rest: Buffer = Buffer.alloc(0);
     let current: OrgNumbers | undefined;
     let currentOrg = '';
-    for await (const chunk of rs.stream as AsyncIterable<Buffer>) {
-      const buf = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
-      let at = 0;
-      for (; at + 44 <= buf.length; at += 44) {
-        const orgKey = buf.toString('latin1', at, at + 16);
-        if (orgKey !== currentOrg) {
-          currentOrg = orgKey;
-          current = this.orgs.get(stringifyUuid(buf, at));
-        }
-        const block = buf.readBigUInt64LE(at + 36);
-        if (block > highest) highest = block;
-        if (!current || current.lookedUp || block <= current.mark || (loadedOnly && current.mark < 0n)) continue;
-        const before = current.users.size;
-        current.apply(buf.toString('latin1', at + 16, at + 32), buf.readUInt32LE(at + 32));
-        this.heldUsers += current.users.size - before;
-        tops.set(current, block);
+    await forEachFixedRow(rs.stream as AsyncIterable<Buffer>, 44, (buf, at) => {
+      const orgKey = buf.toString('latin1', at, at + 16);
+      if (orgKey !== currentOrg) {
+        currentOrg = orgKey;
+        current = this.orgs.get(stringifyUuid(buf, at));
       }
-      rest = buf.subarray(at);
-    }
+      const block = buf.readBigUInt64LE(at + 36);
+      if (block > highest) highest = block;
+      if (!current || current.lookedUp || block <= current.mark || (loadedOnly && current.mark < 0n)) return;
+      const before = current.users.size;
+      current.apply(buf.toString('latin1', at + 16, at + 32), buf.readUInt32LE(at + 32));
+      this.heldUsers += current.users.size - before;
+      tops.set(current, block);
+    });
     return highest;
   }
 

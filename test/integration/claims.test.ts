@@ -1,8 +1,9 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { ClaimView, partsAbove } from '../../src/claims/claims.ts';
+import { partsAbove } from '../../src/claims/block-log.ts';
+import { ClaimView } from '../../src/claims/claims.ts';
 import { EVENT_CLAIMS, encodeEventChunk, eventClaimView, eventPartition, insertOnce, messageKey } from '../../src/events/message-ids.ts';
-import { insertEvents } from '../../src/events/routes.ts';
+import { insertEvents } from '../../src/events/ingest.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
 import { startTestService, type TestService } from './harness.ts';
 

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { insertDataError } from '../../src/clickhouse/errors.ts';
 import { GroupCommitter } from '../../src/events/group-commit.ts';
-import { insertEvents } from '../../src/events/routes.ts';
+import { insertEvents } from '../../src/events/ingest.ts';
 import { encodeEventChunk } from '../../src/events/encode.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
 import { tooLargeString } from './event-chunks.ts';

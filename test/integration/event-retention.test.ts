@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { randomUUID } from 'node:crypto';
-import { insertEvents } from '../../src/events/routes.ts';
+import { insertEvents } from '../../src/events/ingest.ts';
 import { encodeEventChunk } from '../../src/events/encode.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
 import { ALIASES, NAMES, genHistory, historyBase, readEvents, writeHistory } from './analysis-fixture.ts';

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { insertDataError } from '../../src/clickhouse/errors.ts';
 import { GroupCommitter } from '../../src/events/group-commit.ts';
 import { encodeEventChunk, EventChunk, insertOnce } from '../../src/events/message-ids.ts';
-import { insertEvents } from '../../src/events/routes.ts';
+import { insertEvents } from '../../src/events/ingest.ts';
 import { parseEventBatch } from '../../src/events/schema.ts';
 import { tooLargeString } from './event-chunks.ts';
 import { startTestService, type TestService } from './harness.ts';

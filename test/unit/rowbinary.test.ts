@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { parse as parseUuid } from 'uuid';
-import { RowBinaryReader, RowBinaryWriter } from '../../src/clickhouse/rowbinary.ts';
+import { forEachFixedRow, RowBinaryReader, RowBinaryWriter } from '../../src/clickhouse/rowbinary.ts';
 
 describe('RowBinary writer (the event write path\'s operations)', () => {
   it('writes any text once with its UTF-8 length, whatever the length prefix turns out to need (property)', () => {
@@ -73,6 +73,26 @@ describe('RowBinary writer (the event write path\'s operations)', () => {
           expect([...r.bytes(6)]).to.deep.equal([0, 0, 0, 1, 2, 3]);
           expect(r.done).to.equal(true);
         }
+      }),
+    );
+  });
+});
+
+describe('forEachFixedRow (streamed RowBinary answers of fixed-width rows)', () => {
+  it('reads every row once, in order, wherever the stream cuts it (property)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 40 }), fc.integer({ min: 0, max: 60 }), fc.array(fc.integer({ min: 1, max: 97 }), { minLength: 1, maxLength: 20 }), async (width, rows, cuts) => {
+        const body = Buffer.alloc(width * rows);
+        for (let i = 0; i < body.length; i++) body[i] = (i * 7 + 3) & 0xff;
+        const pieces: Buffer[] = [];
+        for (let at = 0, i = 0; at < body.length; i++) {
+          const end = Math.min(body.length, at + cuts[i % cuts.length]);
+          pieces.push(body.subarray(at, end));
+          at = end;
+        }
+        const seen: string[] = [];
+        await forEachFixedRow((async function* () { yield* pieces; })(), width, (buf, at) => seen.push(buf.toString('hex', at, at + width)));
+        expect(seen).to.deep.equal(Array.from({ length: rows }, (_, r) => body.toString('hex', r * width, (r + 1) * width)));
       }),
     );
   });
