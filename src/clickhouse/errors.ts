@@ -5,6 +5,8 @@ import { DomainError, invalid, tooExpensive, unavailable } from '../errors.ts';
 const TOO_EXPENSIVE = new Set(['158' /* TOO_MANY_ROWS */, '241' /* MEMORY_LIMIT_EXCEEDED */, '307' /* TOO_MANY_BYTES */, '396' /* TOO_MANY_ROWS_OR_BYTES */]);
 // ...and those that mean "the engine is busy or going away": retry later.
 const TRANSIENT = new Set(['159' /* TIMEOUT_EXCEEDED */, '202' /* TOO_MANY_SIMULTANEOUS_QUERIES */, '210' /* NETWORK_ERROR */, '394' /* QUERY_WAS_CANCELLED */]);
+// ...and the disk the engine writes to is full: the operator's to fix, the client's to retry.
+const NO_SPACE = new Set(['243' /* NOT_ENOUGH_SPACE */]);
 const SHARD_UNREACHABLE = new Set(['209' /* SOCKET_TIMEOUT */, '279' /* ALL_CONNECTION_TRIES_FAILED */, '519' /* NO_AVAILABLE_REPLICA */, '1000' /* POCO_EXCEPTION: connection refused */]);
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'UND_ERR_SOCKET', 'EMFILE', 'ENFILE']);
 
@@ -18,6 +20,7 @@ export function clickHouseError(err: unknown): DomainError | undefined {
       return tooExpensive('The query needs more rows or memory than one request may use: narrow the range, the survey list or the filters');
     }
     if (TRANSIENT.has(err.code)) return unavailable('The query did not finish in time; retry later or narrow the range', 2);
+    if (NO_SPACE.has(err.code)) return unavailable('The store is out of disk space; retry later', 30);
     // Cluster mode: the shard holding this organization is down or unreachable from the node
     // that ran the query. Nothing partial is answered; the client retries.
     if (SHARD_UNREACHABLE.has(err.code) || /NETWORK|CONNECTION|SOCKET|POCO|REPLICA/.test(err.type ?? '')) {

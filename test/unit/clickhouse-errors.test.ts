@@ -14,6 +14,7 @@ describe('ClickHouse errors -> HTTP errors', () => {
       ['TOO_MANY_ROWS_OR_BYTES', engineError('396', 'TOO_MANY_ROWS_OR_BYTES'), 400, 'query_too_expensive'],
       ['TIMEOUT_EXCEEDED', engineError('159', 'TIMEOUT_EXCEEDED'), 503, 'unavailable'],
       ['TOO_MANY_SIMULTANEOUS_QUERIES', engineError('202', 'TOO_MANY_SIMULTANEOUS_QUERIES'), 503, 'unavailable'],
+      ['NOT_ENOUGH_SPACE (the engine disk is full)', engineError('243', 'NOT_ENOUGH_SPACE'), 503, 'unavailable'],
       ['connection refused', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' }), 503, 'unavailable'],
       ['socket hang up', new Error('socket hang up'), 503, 'unavailable'],
       ['a syntax error (a bug: 500)', engineError('62', 'SYNTAX_ERROR'), undefined, undefined],
