@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePort } from '../../src/ports.ts';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
@@ -77,16 +77,7 @@ export const BENCH_SERVICE_ENV: Record<string, string> = {
 
 const STARTUP_TIMEOUT_MS = 180_000;
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 function readEnginePid(dataDir: string, shards = 1): number | number[] | undefined {
   const pidIn = (dir: string): number | undefined => {

@@ -10,7 +10,7 @@
  * go through a live node: a node being down only fails the organizations on its shard.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { freePorts } from '../ports.ts';
 import { join } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import type { Config } from '../config.ts';
@@ -187,19 +187,3 @@ export async function connectEmbeddedCluster(config: Config, log: Logger, opts: 
   return new EmbeddedClusterDatabase(config, shards);
 }
 
-function freePorts(n: number): Promise<number[]> {
-  return Promise.all(
-    Array.from(
-      { length: n },
-      () =>
-        new Promise<number>((resolve, reject) => {
-          const srv = createServer();
-          srv.once('error', reject);
-          srv.listen(0, '127.0.0.1', () => {
-            const port = (srv.address() as { port: number }).port;
-            srv.close(() => resolve(port));
-          });
-        }),
-    ),
-  );
-}

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chmodSync, closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { get as httpGet } from 'node:http';
-import { createServer } from 'node:net';
+import { freePort } from '../ports.ts';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../log.ts';
@@ -167,20 +167,6 @@ export async function findRunningEngine(dataDir: string): Promise<EngineEndpoint
   if (!existsSync(keyPath)) return undefined;
   const endpoint = endpointFor(state.port, readFileSync(keyPath, 'utf8').trim());
   return (await ping(endpoint)) ? endpoint : undefined;
-}
-
-function freePort(preferred?: number): Promise<number> {
-  return new Promise((resolve) => {
-    const tryPort = (port: number) => {
-      const srv = createServer();
-      srv.once('error', () => (port === 0 ? resolve(0) : tryPort(0)));
-      srv.listen(port, '127.0.0.1', () => {
-        const p = (srv.address() as { port: number }).port;
-        srv.close(() => resolve(p));
-      });
-    };
-    tryPort(preferred ?? 0);
-  });
 }
 
 /** A running engine child owned by this process. */

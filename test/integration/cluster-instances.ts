@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { createServer } from 'node:net';
+import { freePort } from '../../src/ports.ts';
 import { fileURLToPath } from 'node:url';
 import type { Database } from '../../src/clickhouse/connection.ts';
 import { stopProcess, track } from './processes.ts';
@@ -18,16 +18,7 @@ export interface ClusterInstance {
   output: () => string;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort };
 
 /**
  * One instance with `env(port)` as its environment, started once its banner is out (migrations

@@ -12,7 +12,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
  * match wins: a feature's edges (its routes.ts, a cli.ts) sit above its folder.
  */
 const LAYERS = [
-  { name: 'foundation', match: /^src\/(errors|chars|validation|config|log|uuid)\.ts$|^src\/(time|types)\// },
+  { name: 'foundation', match: /^src\/(errors|chars|validation|config|log|uuid|ports)\.ts$|^src\/(time|types)\// },
   { name: 'clickhouse', match: /^src\/clickhouse\// },
   { name: 'shared', match: /^src\/(query|claims|metrics)\// },
   { name: 'features', match: /^src\/(events|responses|releases|idempotency|tokens)\// },
